@@ -1,0 +1,17 @@
+// Naive `gelu` host code for the opencl backend: one work-item per element, default work-group.
+#include "kforge_opencl.h"
+
+KF_EXPORT int kf_cl_run(const kf_cl_args* a) {
+  cl_kernel k = a->kernel(a, a->program_source, nullptr, "gelu");
+  if (k == nullptr) return 1;
+  cl_mem x = kf_cl_input(a, "x");
+  cl_mem y = kf_cl_output(a, "y");
+  const cl_int n = static_cast<cl_int>(kf_cl_attr_i(a, "n"));
+  KF_CL_CHECK(a, clSetKernelArg(k, 0, sizeof(cl_mem), &x));
+  KF_CL_CHECK(a, clSetKernelArg(k, 1, sizeof(cl_mem), &y));
+  KF_CL_CHECK(a, clSetKernelArg(k, 2, sizeof(cl_int), &n));
+  const size_t global = static_cast<size_t>(n);
+  KF_CL_CHECK(
+      a, clEnqueueNDRangeKernel(a->queue, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr));
+  return 0;
+}

@@ -1,0 +1,209 @@
+// The host CPU as a kforge device. Buffers are 64-byte aligned host allocations; a launch is a
+// direct call into the candidate's kf_run, timed with the steady clock.
+#include "backend/cpp/cpp_device.h"
+
+#include <dlfcn.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "abi/kforge_cpu.h"
+#include "backend/cpp/cpu_peaks.h"
+#include "backend/host_args.h"
+
+namespace kforge {
+
+namespace {
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "32768K" -> bytes.
+int64_t ParseCacheSize(const std::string& text) {
+  if (text.empty()) return 0;
+  int64_t v = std::atoll(text.c_str());
+  char unit = text.back();
+  if (unit == 'K') v <<= 10;
+  if (unit == 'M') v <<= 20;
+  return v;
+}
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown cpu";
+}
+
+double Now() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+using RunFn = int (*)(const kf_cpu_args*);
+using ScratchFn = int64_t (*)(const kf_cpu_args*);
+
+class CppDevice : public Device {
+ public:
+  ~CppDevice() override {
+    for (void* p : buffers_) std::free(p);
+    std::free(flush_);
+    // The candidate library stays loaded: unloading untrusted code that may have left
+    // OpenMP threads behind can crash at exit.
+  }
+
+  nlohmann::json Fingerprint() override { return HostCpuFingerprint(); }
+  int64_t LastLevelCacheBytes() override { return HostLastLevelCacheBytes(); }
+
+  Result<BufferId> Alloc(size_t bytes) override {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) return Status::Unavailable("out of host memory allocating " + std::to_string(bytes));
+    buffers_.push_back(p);
+    sizes_.push_back(bytes);
+    return static_cast<BufferId>(buffers_.size() - 1);
+  }
+  Status Write(BufferId b, const void* src, size_t bytes) override {
+    std::memcpy(buffers_[b], src, bytes);
+    return Status::Ok();
+  }
+  Status Read(BufferId b, void* dst, size_t bytes) override {
+    std::memcpy(dst, buffers_[b], bytes);
+    return Status::Ok();
+  }
+  Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) override {
+    FillPattern(buffers_[b], pattern, pattern_bytes, bytes);
+    return Status::Ok();
+  }
+  Status FlushCaches() override;
+  Status Synchronize() override { return Status::Ok(); }
+  Status Load(const KernelSpec& spec) override;
+  Result<int64_t> ScratchBytes(const LaunchArgs& args) override;
+  Result<LaunchTiming> Launch(const LaunchArgs& args) override;
+  nlohmann::json PrecisionReport() override { return nlohmann::json::object(); }
+  Result<Peaks> MeasurePeaks() override;
+
+ private:
+  void* Data(BufferId b) { return b < 0 ? nullptr : buffers_[b]; }
+
+  std::vector<void*> buffers_;
+  std::vector<size_t> sizes_;
+  char* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+  unsigned char flush_value_ = 0;
+  RunFn run_ = nullptr;
+  ScratchFn scratch_ = nullptr;
+  char error_[4096] = {};
+};
+
+Status CppDevice::FlushCaches() {
+  if (!flush_) {
+    int64_t llc = LastLevelCacheBytes();
+    flush_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * llc, 64 << 20));
+    flush_ = static_cast<char*>(std::aligned_alloc(64, flush_bytes_));
+    if (!flush_) return Status::Unavailable("cannot allocate the cache-flush buffer");
+  }
+  std::memset(flush_, ++flush_value_, flush_bytes_);
+  return Status::Ok();
+}
+
+Status CppDevice::Load(const KernelSpec& spec) {
+  void* lib = dlopen(spec.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return Status::InvalidArgument(std::string("cannot load candidate: ") + dlerror());
+  run_ = reinterpret_cast<RunFn>(dlsym(lib, spec.entry.c_str()));
+  if (!run_)
+    return Status::InvalidArgument("candidate exports no function '" + spec.entry +
+                                   "'; declare it extern \"C\" (see the backend's ABI header)");
+  scratch_ = reinterpret_cast<ScratchFn>(dlsym(lib, "kf_scratch_bytes"));
+  return Status::Ok();
+}
+
+Result<int64_t> CppDevice::ScratchBytes(const LaunchArgs& args) {
+  if (!scratch_) return int64_t{0};
+  HostArgs h(args, [this](BufferId b) { return Data(b); });
+  int64_t n = scratch_(&h.args);
+  if (n < 0 || n > (int64_t{64} << 30))
+    return Status::InvalidArgument("kf_scratch_bytes returned " + std::to_string(n));
+  return n;
+}
+
+Result<LaunchTiming> CppDevice::Launch(const LaunchArgs& args) {
+  HostArgs h(args, [this](BufferId b) { return Data(b); });
+  h.args.error = error_;
+  h.args.error_capacity = sizeof(error_);
+  error_[0] = '\0';
+  double t0 = Now();
+  int rc = run_(&h.args);
+  double t1 = Now();
+  if (rc != 0) {
+    return Status::InvalidArgument("kf_run returned " + std::to_string(rc) +
+                                   (error_[0] ? std::string(": ") + error_ : std::string()));
+  }
+  return LaunchTiming{t1 - t0, t1 - t0};
+}
+
+Result<Peaks> CppDevice::MeasurePeaks() {
+  Peaks p;
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(8 * LastLevelCacheBytes(), 256 << 20));
+  p.bandwidth_gbs = MeasureCopyBandwidthGbs(bytes);
+  p.fp32_gflops = MeasureFmaGflops();
+  p.detail = {{"bandwidth", "best of 5 parallel copies of " + std::to_string(bytes >> 20) +
+                                " MiB, read+write bytes"},
+              {"fp32", "best of 3 runs of 256 independent FMA chains per core, OpenMP"}};
+  return p;
+}
+
+}  // namespace
+
+void FillPattern(void* dst, const void* pattern, size_t pattern_bytes, size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  for (size_t k = 0; k + pattern_bytes <= bytes; k += pattern_bytes)
+    std::memcpy(d + k, pattern, pattern_bytes);
+}
+
+nlohmann::json HostCpuFingerprint() {
+  utsname u{};
+  uname(&u);
+  nlohmann::json j = {{"kind", "cpu"},
+                      {"name", CpuModelName()},
+                      {"cores", std::thread::hardware_concurrency()},
+                      {"llc_bytes", HostLastLevelCacheBytes()},
+                      {"os", std::string(u.sysname) + " " + u.release}};
+  std::string khz = ReadFirstLine("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq");
+  if (!khz.empty()) j["clock_mhz"] = std::atoll(khz.c_str()) / 1000;
+  std::string gov = ReadFirstLine("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  if (!gov.empty()) j["governor"] = gov;
+  return j;
+}
+
+int64_t HostLastLevelCacheBytes() {
+  int64_t best = 0;
+  int best_level = 0;
+  for (int idx = 0; idx < 8; ++idx) {
+    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
+    std::string level = ReadFirstLine(base + "level");
+    if (level.empty()) continue;
+    int lv = std::atoi(level.c_str());
+    if (lv >= best_level) {
+      best_level = lv;
+      best = ParseCacheSize(ReadFirstLine(base + "size"));
+    }
+  }
+  if (best == 0) best = int64_t{32} << 20;  // unknown: assume a large LLC
+  return best;
+}
+
+std::unique_ptr<Device> NewCppDevice() { return std::make_unique<CppDevice>(); }
+
+}  // namespace kforge

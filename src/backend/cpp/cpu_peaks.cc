@@ -1,0 +1,79 @@
+// Peak kernels for the host CPU. Compiled with -O3 -march=native -fopenmp (see CMakeLists) so
+// the FMA loop uses the widest vector unit this machine has.
+#include "backend/cpp/cpu_peaks.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace kforge {
+
+namespace {
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// 16 independent accumulators of 16 lanes: enough to hide FMA latency on any current core.
+constexpr int kLanes = 16 * 16;
+constexpr long kIters = 1 << 22;
+
+float FmaChains(float a, float b) {
+  alignas(64) float acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = static_cast<float>(k) * 1e-3f;
+  for (long it = 0; it < kIters; ++it) {
+#pragma omp simd
+    for (int k = 0; k < kLanes; ++k) acc[k] = acc[k] * a + b;
+  }
+  float sum = 0;
+  for (int k = 0; k < kLanes; ++k) sum += acc[k];
+  return sum;
+}
+
+}  // namespace
+
+double MeasureCopyBandwidthGbs(size_t bytes) {
+  size_t n = bytes / sizeof(double);
+  double* src = static_cast<double*>(std::aligned_alloc(64, n * sizeof(double)));
+  double* dst = static_cast<double*>(std::aligned_alloc(64, n * sizeof(double)));
+#pragma omp parallel for schedule(static)
+  for (size_t k = 0; k < n; ++k) src[k] = dst[k] = static_cast<double>(k);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = Seconds();
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < n; ++k) dst[k] = src[k];
+    double t = Seconds() - t0;
+    best = std::max(best, 2.0 * n * sizeof(double) / t / 1e9);
+  }
+  volatile double sink = dst[n / 2];
+  (void)sink;
+  std::free(src);
+  std::free(dst);
+  return best;
+}
+
+double MeasureFmaGflops() {
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    volatile float sink = 0;
+    int threads = 1;
+    double t0 = Seconds();
+#pragma omp parallel reduction(+ : sink)
+    {
+#pragma omp single
+      threads = omp_get_num_threads();
+      sink += FmaChains(0.999999f, 1e-7f);
+    }
+    double t = Seconds() - t0;
+    best = std::max(best, 2.0 * kLanes * kIters * threads / t / 1e9);
+  }
+  return best;
+}
+
+}  // namespace kforge

@@ -1,0 +1,99 @@
+// Device: what the worker needs from a backend to run and time one candidate.
+//
+// A Device owns buffers on one compute device, loads one candidate (a shared library built by
+// kforge, plus a program source for source-compiled backends), launches it, and times each
+// launch with the device's own timer and the host clock. Implementations hide in their
+// backend's folder behind a factory (cpu/cpu_device.h, opencl/opencl_device.h); the list of
+// backends is the table in backend/registry.h.
+//
+// Devices run inside kforge-worker only: the candidate they load is untrusted code.
+// Thread-safety: single-threaded use.
+#ifndef KFORGE_BACKEND_DEVICE_H_
+#define KFORGE_BACKEND_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/status.h"
+#include "kforge/tensor.h"
+
+namespace kforge {
+
+using BufferId = int;
+
+// What to load: a candidate library and the symbol to call.
+struct KernelSpec {
+  std::string library;         // path of the shared library
+  std::string entry;           // exported function: kf_run, kf_cl_run, kf_reference_f64, ...
+  std::string program_source;  // text handed to source-compiled backends (OpenCL), or empty
+};
+
+struct LaunchTensor {
+  TensorShape shape;
+  BufferId buffer = -1;
+};
+
+struct LaunchAttr {
+  std::string name;
+  int64_t i = 0;
+  double f = 0;
+};
+
+struct LaunchArgs {
+  std::vector<LaunchTensor> inputs;
+  std::vector<LaunchTensor> outputs;
+  std::vector<LaunchAttr> attrs;
+  BufferId scratch = -1;  // -1: none
+  int64_t scratch_bytes = 0;
+};
+
+// One timed launch.
+struct LaunchTiming {
+  double device_ms = 0;  // the device's timer (OpenCL markers; the host clock on the CPU)
+  double host_ms = 0;    // host wall clock around launch and synchronize
+};
+
+// Measured device limits for the speed-of-light gate.
+struct Peaks {
+  double bandwidth_gbs = 0;  // GB/s (1e9 bytes) from a large copy, read + write bytes
+  double fp32_gflops = 0;    // GFLOP/s from an FMA loop (2 flops per FMA)
+  nlohmann::json detail;     // how each was measured
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // Device name, driver/platform, versions, cache sizes, clocks where readable.
+  virtual nlohmann::json Fingerprint() = 0;
+  // Bytes of the last-level cache a flush must cover (0 when unknown).
+  virtual int64_t LastLevelCacheBytes() = 0;
+
+  virtual Result<BufferId> Alloc(size_t bytes) = 0;
+  virtual Status Write(BufferId b, const void* src, size_t bytes) = 0;
+  virtual Status Read(BufferId b, void* dst, size_t bytes) = 0;
+  // Fills `bytes` bytes with a repeated 1-, 2-, 4- or 8-byte pattern.
+  virtual Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) = 0;
+  // Evicts the device's caches by writing a buffer twice the last-level cache.
+  virtual Status FlushCaches() = 0;
+  virtual Status Synchronize() = 0;
+
+  // Loads the candidate. Fails with a message when the library or entry point is missing.
+  virtual Status Load(const KernelSpec& spec) = 0;
+  // Scratch bytes the candidate asks for (0 when it exports no request).
+  virtual Result<int64_t> ScratchBytes(const LaunchArgs& args) = 0;
+  // Runs the candidate once and waits for it. A non-OK Status carries the candidate's message.
+  virtual Result<LaunchTiming> Launch(const LaunchArgs& args) = 0;
+  // Precision-relevant settings the candidate chose (e.g. OpenCL build options), as JSON.
+  virtual nlohmann::json PrecisionReport() = 0;
+
+  virtual Result<Peaks> MeasurePeaks() = 0;
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_BACKEND_DEVICE_H_

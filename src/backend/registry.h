@@ -1,0 +1,46 @@
+// The list of backends: one row per backend, in one explicit table (no self-registration).
+//
+// The orchestrator reads the static fields (how to compile a candidate, what its source may
+// not do); only kforge-worker calls open/list_devices, so no vendor driver is ever loaded into
+// the orchestrator. Thread-safety: the table is immutable.
+#ifndef KFORGE_BACKEND_REGISTRY_H_
+#define KFORGE_BACKEND_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device.h"
+
+namespace kforge {
+
+// A source pattern a candidate may not contain (checked after comments are stripped).
+struct DenyRule {
+  const char* pattern;  // ECMAScript regular expression
+  const char* reason;   // shown in the verdict
+};
+
+struct BackendInfo {
+  const char* name;         // "cpp", "opencl"
+  const char* summary;      // one line for `kforge doctor`
+  const char* entry;        // the candidate's exported function
+  const char* abi_header;   // in include/kforge/abi/
+  std::vector<std::string> compile_flags;  // beyond the common C++ flags
+  std::vector<std::string> link_flags;
+  bool sibling_program_source;  // passes <stem>.cl style sibling files to the device
+  const char* sibling_extension;
+  std::vector<DenyRule> deny;
+  // Worker side.
+  Result<std::unique_ptr<Device>> (*open)(int device_index);
+  Result<std::vector<std::string>> (*list_devices)();
+};
+
+const std::vector<BackendInfo>& Backends();
+// nullptr when there is no backend of that name.
+const BackendInfo* FindBackend(const std::string& name);
+// "cpp, opencl" for messages.
+std::string BackendNames();
+
+}  // namespace kforge
+
+#endif  // KFORGE_BACKEND_REGISTRY_H_

@@ -1,0 +1,115 @@
+#include "base/files.h"
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+Result<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot read " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status WriteFile(const fs::path& path, const void* data, size_t bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::IoError("cannot write " + path.string());
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!out) return Status::IoError("short write to " + path.string() + " (disk full?)");
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const fs::path& path, const std::string& data) {
+  fs::path tmp = path;
+  tmp += ".tmp" + std::to_string(getpid());
+  KF_RETURN_IF_ERROR(WriteFile(tmp, data.data(), data.size()));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::IoError("cannot rename " + tmp.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::string HashHex(const void* data, size_t bytes) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(data, bytes)));
+  return buf;
+}
+
+std::string Hash128Hex(const std::string& s) {
+  XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+Result<fs::path> MakeTempDir(const std::string& tag) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kforge-" + tag + "-XXXXXX";
+  if (!mkdtemp(pattern.data()))
+    return Status::IoError("cannot create a temporary directory " + pattern + " (is /tmp full?)");
+  return fs::path(pattern);
+}
+
+Result<fs::path> CacheDir() {
+  fs::path dir;
+  const char* env = std::getenv("KFORGE_CACHE_DIR");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (env && *env) dir = env;
+  else if (geteuid() == 0) dir = "/var/cache/kforge";
+  else if (xdg && *xdg) dir = fs::path(xdg) / "kforge";
+  else dir = fs::path(home ? home : "/tmp") / ".cache" / "kforge";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create cache directory " + dir.string() + ": " + ec.message() + "; set KFORGE_CACHE_DIR");
+  return dir;
+}
+
+std::string TailLines(const std::string& text, size_t max_lines, size_t max_bytes) {
+  size_t pos = text.size();
+  size_t lines = 0;
+  while (pos > 0 && lines <= max_lines) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) { pos = 0; break; }
+    ++lines;
+  }
+  size_t start = pos == 0 ? 0 : pos + 1;
+  if (text.size() - start > max_bytes) start = text.size() - max_bytes;
+  if (start == 0) return text;
+  return "[... " + std::to_string(start) + " bytes cut ...]\n" + text.substr(start);
+}
+
+}  // namespace kforge
+
+namespace kforge {
+
+fs::path ExecutableDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+fs::path DataDir() {
+  const char* env = std::getenv("KFORGE_HOME");
+  if (env && *env) return env;
+  fs::path installed = ExecutableDir() / ".." / "share" / "kforge";
+  if (fs::exists(installed / "include")) return installed;
+#ifdef KFORGE_SOURCE_DIR
+  return KFORGE_SOURCE_DIR;
+#else
+  return fs::current_path();
+#endif
+}
+
+}  // namespace kforge

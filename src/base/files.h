@@ -1,0 +1,46 @@
+// Small file and hashing helpers. Failures are Statuses that name the path.
+// Thread-safety: free functions; safe to call concurrently on different paths.
+#ifndef KFORGE_BASE_FILES_H_
+#define KFORGE_BASE_FILES_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "kforge/status.h"
+
+namespace kforge {
+
+Result<std::string> ReadFile(const std::filesystem::path& path);
+// Writes to a temporary file beside `path` and renames it: readers never see half a file.
+Status WriteFileAtomic(const std::filesystem::path& path, const std::string& data);
+Status WriteFile(const std::filesystem::path& path, const void* data, size_t bytes);
+
+// 64-bit XXH3 of bytes, as 16 hex digits.
+std::string HashHex(const void* data, size_t bytes);
+inline std::string HashHex(const std::string& s) { return HashHex(s.data(), s.size()); }
+// 128-bit XXH3 as 32 hex digits, for cache keys.
+std::string Hash128Hex(const std::string& s);
+
+// A fresh directory under $TMPDIR (or /tmp): kforge-<tag>-XXXXXX.
+Result<std::filesystem::path> MakeTempDir(const std::string& tag);
+
+// kforge's cache root: $KFORGE_CACHE_DIR, else /var/cache/kforge when running as root (so the
+// unprivileged sandbox user can traverse it), else $XDG_CACHE_HOME/kforge or ~/.cache/kforge.
+// Created on first use.
+Result<std::filesystem::path> CacheDir();
+
+// The last `max_lines` lines of `text`, at most `max_bytes` bytes, marking what was cut.
+std::string TailLines(const std::string& text, size_t max_lines, size_t max_bytes);
+
+}  // namespace kforge
+
+#endif  // KFORGE_BASE_FILES_H_
+
+namespace kforge {
+// Folder of the running executable (from /proc/self/exe).
+std::filesystem::path ExecutableDir();
+// Folder of data shipped with kforge (problems/, prompts/, include/): $KFORGE_HOME, else
+// <exe>/../share/kforge when installed, else the source tree this binary was built from.
+std::filesystem::path DataDir();
+}  // namespace kforge

@@ -1,0 +1,870 @@
+// The sandboxed process runner: fork, confine the child, exec, supervise, clean up.
+//
+// Life of a Run():
+//   1. The parent prepares everything the child needs (argv, envp, the list of paths to try
+//      for argv[0], the rlimit values, uid/gid maps) because after fork() in a multithreaded
+//      process the child may only make async-signal-safe calls: no malloc, no locks.
+//   2. The child confines itself (session, network namespace, limits, cwd, user, fds) and
+//      execs. It reports through a close-on-exec pipe (format below); EOF means exec worked.
+//   3. The parent pumps stdin/stdout/stderr with poll() until the child exits, the deadline
+//      passes or the output floods. A pidfd in the poll set wakes it when the child exits even
+//      while grandchildren hold the pipes open.
+//   4. Clean-up, always in this order: SIGKILL the process group while the child is still an
+//      unreaped zombie (so its pid, hence the group id, cannot have been reused), reap the
+//      child, drain the pipes for a short grace period, reap the killed group members that
+//      were re-parented to us (we are a child subreaper), each step bounded in time.
+#include "base/subprocess.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr uid_t kNobodyUid = 65534;
+constexpr gid_t kNobodyGid = 65534;
+constexpr double kReapGraceSeconds = 5.0;   // for a SIGKILLed child to disappear
+constexpr double kDrainGraceSeconds = 0.5;  // for pipes to reach EOF once the child is gone
+constexpr double kGroupGraceSeconds = 1.0;  // for killed group members to be gone
+constexpr int kNoPidfdPollMs = 5;           // poll slice when pidfd_open is unavailable
+constexpr size_t kReadChunk = 64 << 10;
+constexpr char kDefaultPath[] = "/bin:/usr/bin";  // glibc's default when PATH is unset
+
+// Thread-safe, unlike strerror().
+std::string ErrnoText(int err) { return std::generic_category().message(err); }
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double SecondsUntil(Clock::time_point end) {
+  return std::chrono::duration<double>(end - Clock::now()).count();
+}
+
+Clock::duration ToDuration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+Clock::time_point After(double seconds) { return Clock::now() + ToDuration(seconds); }
+
+void SleepMs(int ms) { poll(nullptr, 0, ms); }
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    Reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Both ends close-on-exec, so children started by other threads never inherit them.
+bool MakePipe(Fd* read_end, Fd* write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;
+  read_end->Reset(fds[0]);
+  write_end->Reset(fds[1]);
+  return true;
+}
+
+void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// ---------------------------------------------------------------------------------------------
+// The child's report pipe carries fixed-size Report records (written atomically, 8 bytes <
+// PIPE_BUF). kNetworkPrivate / kNetworkShared are information; any other stage means the child
+// failed there, with `err` as errno, and exited with code 127 without running the program.
+enum class Stage : int32_t {
+  kNetworkPrivate,
+  kNetworkShared,
+  kSession,
+  kLimits,
+  kWorkdir,
+  kUser,
+  kFds,
+  kExec,
+};
+
+struct Report {
+  Stage stage;
+  int32_t err;
+};
+
+struct LimitSetting {
+  int resource;
+  rlimit value;
+};
+
+// Everything the child uses, built by the parent before fork().
+struct ChildPlan {
+  std::vector<std::string> exec_paths;  // tried in order with execve(), like execvp()
+  std::vector<std::string> args, env;   // storage for argv and envp
+  std::vector<char*> argv, envp;        // null-terminated
+  std::string path_searched;            // for the error message
+  std::string cwd;                      // empty: stay where the parent is
+  std::string uid_map, gid_map;         // identity maps for an unprivileged user namespace
+  bool root = false;
+  bool drop_privileges = false;
+  bool isolate_network = false;
+  std::vector<LimitSetting> limits;
+  rlimit nproc_shared{};  // RLIMIT_NPROC when the child shares the user's process count
+  rlimit nproc_own{};     // RLIMIT_NPROC inside a fresh user namespace (counts only the child's)
+  pid_t parent = 0;
+  int max_fd = 1024;
+};
+
+// The parent's ends are the other ends of these pipes.
+struct ChildFds {
+  int stdin_read, stdout_write, stderr_write, report_write;
+};
+
+// --- In the child: async-signal-safe calls only. ---------------------------------------------
+
+void ChildReport(int fd, Stage stage, int err) {
+  Report report{stage, err};
+  ssize_t ignored = write(fd, &report, sizeof report);
+  (void)ignored;
+}
+
+[[noreturn]] void ChildFail(int fd, Stage stage, int err) {
+  ChildReport(fd, stage, err);
+  _exit(127);
+}
+
+// Undoes what fork() copied from the parent: ignored signals and the signal mask survive exec.
+void ChildResetSignals() {
+  struct sigaction action = {};
+  action.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &action, nullptr);  // KILL/STOP: EINVAL
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+bool ChildWriteFile(const char* path, const std::string& text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+// Moves the child into a private network namespace: only a loopback interface, and that one is
+// down. As root a plain CLONE_NEWNET; otherwise inside a new user namespace that maps the
+// user's own ids (so files keep their owners). Returns false with *err when the OS refuses.
+bool ChildIsolateNetwork(const ChildPlan& plan, int* err, bool* own_userns) {
+  *own_userns = false;
+  if (plan.root) {
+    if (unshare(CLONE_NEWNET) == 0) return true;
+    *err = errno;
+    return false;
+  }
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+    *err = errno;
+    return false;
+  }
+  *own_userns = true;
+  // Without "deny" the kernel refuses an unprivileged gid_map. A failed map leaves the ids
+  // unmapped inside but the network private, so failures here are not fatal.
+  ChildWriteFile("/proc/self/setgroups", "deny");
+  ChildWriteFile("/proc/self/uid_map", plan.uid_map);
+  ChildWriteFile("/proc/self/gid_map", plan.gid_map);
+  return true;
+}
+
+bool ChildSetLimits(const ChildPlan& plan, bool own_userns) {
+  for (const LimitSetting& limit : plan.limits) {
+    if (setrlimit(limit.resource, &limit.value) != 0) return false;
+  }
+  const rlimit& nproc = own_userns ? plan.nproc_own : plan.nproc_shared;
+  return setrlimit(RLIMIT_NPROC, &nproc) == 0;
+}
+
+// Raw syscalls: they change this (only) thread, with no libc bookkeeping across threads.
+bool ChildBecomeNobody() {
+  return syscall(SYS_setgroups, 0, nullptr) == 0 &&
+         syscall(SYS_setresgid, kNobodyGid, kNobodyGid, kNobodyGid) == 0 &&
+         syscall(SYS_setresuid, kNobodyUid, kNobodyUid, kNobodyUid) == 0;
+}
+
+// No setuid binary may give privileges back, and the child dies with the parent (thread).
+// PDEATHSIG must be set after the uid change, which clears it.
+bool ChildLockDown(pid_t parent) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return false;
+  return getppid() == parent;  // the parent may have died before PDEATHSIG was armed
+}
+
+// Puts stdin/stdout/stderr on 0/1/2 and the report pipe on 3 (close-on-exec), closes every
+// other fd. Returns the report fd, or -1.
+int ChildSetUpFds(const ChildFds& fds, int max_fd) {
+  // First lift all four above 3, so that no dup2() below overwrites one still needed.
+  const int wanted[4] = {fds.stdin_read, fds.stdout_write, fds.stderr_write, fds.report_write};
+  int lifted[4];
+  for (int i = 0; i < 4; ++i) {
+    lifted[i] = fcntl(wanted[i], F_DUPFD_CLOEXEC, 10);
+    if (lifted[i] < 0) return -1;
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (dup2(lifted[i], i) != i) return -1;  // dup2 leaves the copy without CLOEXEC
+  }
+  if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0) return -1;
+  if (close_range(4, ~0u, 0) != 0) {
+    for (int fd = 4; fd <= max_fd; ++fd) close(fd);
+  }
+  return 3;
+}
+
+// execvpe() would search the *parent's* PATH; the child's PATH (spec.env) is what counts, so
+// the candidates were resolved by the parent and are tried here in order, execvp()-style:
+// missing files are skipped, a permission error is remembered, any other error stops.
+[[noreturn]] void ChildExec(const ChildPlan& plan, int report_fd) {
+  int err = ENOENT;
+  bool denied = false;
+  for (const std::string& path : plan.exec_paths) {
+    execve(path.c_str(), plan.argv.data(), plan.envp.data());
+    if (errno == EACCES) {
+      denied = true;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      err = errno;
+      break;
+    }
+  }
+  ChildFail(report_fd, Stage::kExec, (err == ENOENT && denied) ? EACCES : err);
+}
+
+[[noreturn]] void ChildMain(const ChildPlan& plan, const ChildFds& fds) {
+  const int report = fds.report_write;
+  ChildResetSignals();
+  if (setsid() < 0) ChildFail(report, Stage::kSession, errno);
+  bool own_userns = false;
+  if (plan.isolate_network) {
+    int err = 0;
+    bool isolated = ChildIsolateNetwork(plan, &err, &own_userns);
+    ChildReport(report, isolated ? Stage::kNetworkPrivate : Stage::kNetworkShared, err);
+  }
+  if (!ChildSetLimits(plan, own_userns)) ChildFail(report, Stage::kLimits, errno);
+  if (!plan.cwd.empty() && chdir(plan.cwd.c_str()) != 0) {
+    ChildFail(report, Stage::kWorkdir, errno);
+  }
+  if (plan.drop_privileges && !ChildBecomeNobody()) ChildFail(report, Stage::kUser, errno);
+  if (!ChildLockDown(plan.parent)) ChildFail(report, Stage::kSession, errno);
+  int new_report = ChildSetUpFds(fds, plan.max_fd);
+  if (new_report < 0) ChildFail(report, Stage::kFds, errno);
+  ChildExec(plan, new_report);
+}
+
+// --- In the parent: building the plan. --------------------------------------------------------
+
+// Threads (tasks) whose real uid is `uid`, as RLIMIT_NPROC counts them.
+uint64_t CountTasksOf(uid_t uid) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::ifstream status(it->path() / "status");
+    bool owned = false;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Uid:", 0) == 0) owned = std::strtoul(line.c_str() + 4, nullptr, 10) == uid;
+      if (line.rfind("Threads:", 0) == 0) {
+        if (owned) total += std::strtoull(line.c_str() + 8, nullptr, 10);
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+// `value` as soft and `hard` as hard limit, where 0 means unlimited, never above the current
+// hard limit (an unprivileged child could not raise it; setrlimit would fail).
+LimitSetting MakeLimit(int resource, uint64_t value, uint64_t hard) {
+  rlimit current{RLIM_INFINITY, RLIM_INFINITY};
+  getrlimit(resource, &current);
+  auto clamp = [&](uint64_t v) {
+    return v == 0 ? current.rlim_max : std::min<rlim_t>(v, current.rlim_max);
+  };
+  return {resource, {clamp(value), clamp(hard)}};
+}
+
+void PlanLimits(const Limits& limits, ChildPlan* plan) {
+  uint64_t cpu = limits.cpu_seconds > 0 ? std::ceil(limits.cpu_seconds) : 0;
+  plan->limits = {
+      MakeLimit(RLIMIT_AS, limits.address_space_bytes, limits.address_space_bytes),
+      MakeLimit(RLIMIT_CPU, cpu, cpu == 0 ? 0 : cpu + 1),  // SIGXCPU, then SIGKILL
+      MakeLimit(RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes),
+      {RLIMIT_CORE, {0, 0}},
+  };
+  // Without a user namespace of its own the child shares the count with every process of its
+  // user, so it gets max_processes on top of what that user runs already. (The kernel does not
+  // enforce the limit for root; no need to count then.)
+  uint64_t n = std::max(limits.max_processes, 0);
+  const bool enforced = !plan->root || plan->drop_privileges;
+  uid_t user = plan->drop_privileges ? kNobodyUid : getuid();
+  uint64_t shared = (n == 0 || !enforced) ? n : CountTasksOf(user) + n;
+  plan->nproc_shared = MakeLimit(RLIMIT_NPROC, shared, shared).value;
+  plan->nproc_own = MakeLimit(RLIMIT_NPROC, n, n).value;
+}
+
+// Where argv[0] may be, in execvp() order. An empty PATH element means the working directory.
+std::vector<std::string> ExecCandidates(const std::string& name, const std::string& path) {
+  if (name.find('/') != std::string::npos) return {name};
+  std::vector<std::string> candidates;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = std::min(path.find(':', begin), path.size());
+    std::string dir = path.substr(begin, end - begin);
+    candidates.push_back((dir.empty() ? "." : dir) + "/" + name);
+    begin = end + 1;
+  }
+  return candidates;
+}
+
+void PlanCommand(const ProcessSpec& spec, ChildPlan* plan) {
+  auto env_path = spec.env.find("PATH");
+  const char* parent_path = getenv("PATH");
+  plan->path_searched = env_path != spec.env.end() ? env_path->second
+                        : parent_path              ? parent_path
+                                                   : kDefaultPath;
+  plan->exec_paths = ExecCandidates(spec.argv[0], plan->path_searched);
+  plan->args = spec.argv;
+  for (const auto& [key, value] : spec.env) plan->env.push_back(key + "=" + value);
+  for (std::string& arg : plan->args) plan->argv.push_back(arg.data());
+  for (std::string& var : plan->env) plan->envp.push_back(var.data());
+  plan->argv.push_back(nullptr);
+  plan->envp.push_back(nullptr);
+}
+
+ChildPlan MakePlan(const ProcessSpec& spec) {
+  ChildPlan plan;
+  plan.root = geteuid() == 0;
+  plan.drop_privileges = plan.root && spec.limits.drop_privileges;
+  plan.isolate_network = spec.limits.isolate_network;
+  plan.cwd = spec.cwd.string();
+  plan.uid_map = fmt::format("{0} {0} 1\n", geteuid());
+  plan.gid_map = fmt::format("{0} {0} 1\n", getegid());
+  plan.parent = getpid();
+  rlimit files{1024, 1024};
+  getrlimit(RLIMIT_NOFILE, &files);
+  plan.max_fd = static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20));
+  PlanLimits(spec.limits, &plan);
+  PlanCommand(spec, &plan);
+  return plan;
+}
+
+// Checks the working directory and, when the child will run as nobody, hands it over.
+// Returns an error message, empty on success.
+std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges) {
+  if (spec.cwd.empty()) return "";
+  std::error_code ec;
+  if (!fs::is_directory(spec.cwd, ec)) {
+    return fmt::format("working directory '{}' does not exist or is not a directory",
+                       spec.cwd.string());
+  }
+  if (drop_privileges && chown(spec.cwd.c_str(), kNobodyUid, kNobodyGid) != 0) {
+    return fmt::format("cannot give working directory '{}' to user nobody: {}", spec.cwd.string(),
+                       ErrnoText(errno));
+  }
+  return "";
+}
+
+std::string StartErrorText(const Report& report, const ChildPlan& plan) {
+  const std::string why = ErrnoText(report.err);
+  const std::string& name = plan.args[0];
+  switch (report.stage) {
+    case Stage::kExec:
+      if (name.find('/') != std::string::npos) return fmt::format("cannot run '{}': {}", name, why);
+      return fmt::format("cannot run '{}': {} (searched PATH={})", name, why, plan.path_searched);
+    case Stage::kWorkdir:
+      return fmt::format("cannot enter working directory '{}': {}", plan.cwd, why);
+    case Stage::kLimits:
+      return "cannot set resource limits: " + why;
+    case Stage::kUser:
+      return "cannot switch to user nobody (65534): " + why;
+    case Stage::kFds:
+      return "cannot set up the child's standard streams: " + why;
+    default:
+      return "cannot set up the child's session: " + why;
+  }
+}
+
+// --- In the parent: supervising the child. ----------------------------------------------------
+
+// Writes without SIGPIPE killing the parent when the child closed its stdin: blocks SIGPIPE in
+// this thread and swallows the one this write raised (unless one was pending before).
+ssize_t WriteNoSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE);
+  ssize_t written = write(fd, data, size);
+  const int saved_errno = errno;
+  if (written < 0 && saved_errno == EPIPE && !was_pending) {
+    timespec zero = {};
+    sigtimedwait(&pipe_set, nullptr, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  errno = saved_errno;
+  return written;
+}
+
+// One output stream of the child: the first `cap` bytes are kept, the rest only counted.
+struct OutputStream {
+  Fd fd;
+  std::string* kept = nullptr;
+  uint64_t* total = nullptr;
+  uint64_t cap = 0;
+
+  // Reads one chunk; closes the stream at EOF or on an error.
+  void ReadChunk() {
+    char buffer[kReadChunk];
+    ssize_t n = read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) return fd.Reset();
+    uint64_t room = cap > kept->size() ? cap - kept->size() : 0;
+    kept->append(buffer, std::min<uint64_t>(room, n));
+    *total += n;
+  }
+};
+
+enum class Stop { kExited, kTimedOut, kOutputFlood };
+
+// The parent's ends of the child's pipes.
+struct ParentEnds {
+  Fd stdin_write, stdout_read, stderr_read, report_read;
+};
+
+// A started child and the parent's ends of its pipes. The destructor kills and reaps a child
+// that was not reaped yet, so an exception cannot leak it.
+class RunningChild {
+ public:
+  // `stdin_data` and `result` must outlive this object.
+  RunningChild(pid_t pid, ParentEnds ends, const std::string& stdin_data, ProcessResult* result);
+  ~RunningChild();
+
+  // Pumps the pipes until the child exits, `deadline` passes or the output exceeds
+  // `flood_bytes` (0: no limit).
+  Stop Supervise(Clock::time_point deadline, uint64_t flood_bytes);
+  // Kills the whole group, reaps the child, drains the pipes, reaps the group; each bounded.
+  void Finish();
+
+  bool reaped() const { return reaped_; }
+  int status() const { return status_; }
+  const std::vector<Report>& reports() const { return reports_; }
+
+ private:
+  bool Exited() const;
+  void Pump(int timeout_ms, bool watch_exit);
+  void WriteStdin();
+  void ReadReports();
+  void KillGroup();
+  void Reap(double grace_seconds);
+  void Drain(double grace_seconds);
+  void ReapGroup(double grace_seconds);
+  void AddUsage(const rusage& usage);
+
+  pid_t pid_;
+  Fd pidfd_;
+  Fd stdin_;
+  std::string_view stdin_left_;
+  OutputStream out_, err_;
+  Fd report_;
+  std::string report_bytes_;
+  std::vector<Report> reports_;
+  ProcessResult* result_;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+RunningChild::RunningChild(pid_t pid, ParentEnds ends, const std::string& stdin_data,
+                           ProcessResult* result)
+    : pid_(pid),
+      pidfd_(static_cast<int>(syscall(SYS_pidfd_open, pid, 0))),  // -1 before Linux 5.3
+      stdin_(std::move(ends.stdin_write)),
+      stdin_left_(stdin_data),
+      report_(std::move(ends.report_read)),
+      result_(result) {
+  const uint64_t cap = result->limits.output_bytes;
+  out_ = {std::move(ends.stdout_read), &result->out, &result->out_total, cap};
+  err_ = {std::move(ends.stderr_read), &result->err, &result->err_total, cap};
+  for (int fd : {stdin_.get(), out_.fd.get(), err_.fd.get(), report_.get()}) SetNonBlocking(fd);
+  if (stdin_left_.empty()) stdin_.Reset();
+}
+
+RunningChild::~RunningChild() {
+  if (reaped_) return;
+  KillGroup();
+  Reap(kReapGraceSeconds);
+}
+
+// True once the child has ended; leaves it unreaped (a zombie holds its pid and group id).
+bool RunningChild::Exited() const {
+  siginfo_t info = {};
+  return waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+}
+
+Stop RunningChild::Supervise(Clock::time_point deadline, uint64_t flood_bytes) {
+  for (;;) {
+    if (flood_bytes > 0 && result_->out_total + result_->err_total > flood_bytes) {
+      return Stop::kOutputFlood;
+    }
+    if (Exited()) return Stop::kExited;
+    double left = SecondsUntil(deadline);
+    if (left <= 0) return Stop::kTimedOut;
+    int timeout_ms = static_cast<int>(std::min(std::ceil(left * 1000), 1e9));
+    if (!pidfd_.valid()) timeout_ms = std::min(timeout_ms, kNoPidfdPollMs);
+    Pump(timeout_ms, /*watch_exit=*/true);
+  }
+}
+
+// One poll() round over whatever is still open; services every ready fd.
+void RunningChild::Pump(int timeout_ms, bool watch_exit) {
+  pollfd fds[5];
+  int n = 0;
+  if (stdin_.valid()) fds[n++] = {stdin_.get(), POLLOUT, 0};
+  for (int fd : {out_.fd.get(), err_.fd.get(), report_.get()}) {
+    if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
+  }
+  if (watch_exit && pidfd_.valid()) fds[n++] = {pidfd_.get(), POLLIN, 0};
+  if (poll(fds, n, timeout_ms) <= 0) return;
+  for (int i = 0; i < n; ++i) {
+    if (fds[i].revents == 0) continue;
+    if (fds[i].fd == stdin_.get()) WriteStdin();
+    if (fds[i].fd == out_.fd.get()) out_.ReadChunk();
+    if (fds[i].fd == err_.fd.get()) err_.ReadChunk();
+    if (fds[i].fd == report_.get()) ReadReports();
+  }
+}
+
+void RunningChild::WriteStdin() {
+  ssize_t n = WriteNoSigpipe(stdin_.get(), stdin_left_.data(), stdin_left_.size());
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n > 0) stdin_left_.remove_prefix(n);
+  if (n < 0 || stdin_left_.empty()) stdin_.Reset();  // EOF for the child, or it closed stdin
+}
+
+void RunningChild::ReadReports() {
+  char buffer[256];
+  ssize_t n = read(report_.get(), buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) return report_.Reset();
+  report_bytes_.append(buffer, n);
+  while (report_bytes_.size() >= sizeof(Report)) {
+    Report report;
+    std::memcpy(&report, report_bytes_.data(), sizeof report);
+    reports_.push_back(report);
+    report_bytes_.erase(0, sizeof report);
+  }
+}
+
+void RunningChild::Finish() {
+  stdin_.Reset();
+  KillGroup();
+  Reap(kReapGraceSeconds);
+  Drain(kDrainGraceSeconds);
+  ReapGroup(kGroupGraceSeconds);
+}
+
+// The child itself too, in case it was killed before its setsid().
+void RunningChild::KillGroup() {
+  kill(-pid_, SIGKILL);
+  if (!reaped_) kill(pid_, SIGKILL);
+}
+
+// Gives up after the grace period (a task stuck in the kernel); the zombie is then left behind.
+void RunningChild::Reap(double grace_seconds) {
+  const Clock::time_point end = After(grace_seconds);
+  for (;;) {
+    rusage usage = {};
+    pid_t got = wait4(pid_, &status_, WNOHANG, &usage);
+    if (got == pid_) {
+      reaped_ = true;
+      return AddUsage(usage);
+    }
+    if (got < 0 && errno != EINTR) return;  // ECHILD: reaped elsewhere, status unknown
+    if (SecondsUntil(end) <= 0) return;
+    if (pidfd_.valid()) {
+      pollfd fd = {pidfd_.get(), POLLIN, 0};
+      poll(&fd, 1, static_cast<int>(std::ceil(SecondsUntil(end) * 1000)));
+    } else {
+      SleepMs(kNoPidfdPollMs);
+    }
+  }
+}
+
+// Reads what the pipes still hold. EOF comes as soon as every writer is dead; a writer that
+// escaped the group kill only costs the grace period.
+void RunningChild::Drain(double grace_seconds) {
+  const Clock::time_point end = After(grace_seconds);
+  while (out_.fd.valid() || err_.fd.valid() || report_.valid()) {
+    double left = SecondsUntil(end);
+    if (left <= 0) break;
+    Pump(static_cast<int>(std::ceil(left * 1000)), /*watch_exit=*/false);
+  }
+}
+
+// Killed members of the group become our children (we are a subreaper) once their parents are
+// dead; reap them so they do not stay zombies. Done when we have no child left in the group and
+// the group is empty.
+void RunningChild::ReapGroup(double grace_seconds) {
+  const Clock::time_point end = After(grace_seconds);
+  for (;;) {
+    rusage usage = {};
+    int status = 0;
+    pid_t got;
+    while ((got = wait4(-pid_, &status, WNOHANG, &usage)) > 0) AddUsage(usage);
+    const bool no_children = got < 0 && errno == ECHILD;
+    if (no_children && kill(-pid_, 0) != 0 && errno == ESRCH) return;
+    if (SecondsUntil(end) <= 0) return;
+    SleepMs(2);
+  }
+}
+
+void RunningChild::AddUsage(const rusage& usage) {
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  result_->cpu_seconds += seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  result_->max_rss_kb = std::max<int64_t>(result_->max_rss_kb, usage.ru_maxrss);
+}
+
+// --- Putting it together. ---------------------------------------------------------------------
+
+ProcessResult StartFailed(ProcessResult result, std::string why) {
+  result.end = ProcessResult::End::kStartFailed;
+  result.start_error = std::move(why);
+  return result;
+}
+
+void Classify(Stop stop, const RunningChild& child, const ChildPlan& plan, ProcessResult* r) {
+  for (const Report& report : child.reports()) {
+    if (report.stage == Stage::kNetworkPrivate) r->network_private = true;
+    if (report.stage > Stage::kNetworkShared) {
+      r->end = ProcessResult::End::kStartFailed;
+      r->start_error = StartErrorText(report, plan);
+      return;
+    }
+  }
+  const int status = child.status();
+  if (child.reaped() && WIFSIGNALED(status)) r->signal = WTERMSIG(status);
+  if (stop == Stop::kTimedOut) {
+    r->end = ProcessResult::End::kTimedOut;
+  } else if (stop == Stop::kOutputFlood) {
+    r->end = ProcessResult::End::kOutputFlood;
+  } else if (child.reaped() && WIFSIGNALED(status)) {
+    r->end = ProcessResult::End::kSignaled;
+  } else {
+    r->end = ProcessResult::End::kExited;  // exit_code stays -1 if the status was lost
+    if (child.reaped() && WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
+  }
+}
+
+// Creates the pipes and forks. Returns the child's pid, or -1 with *error. The child's ends
+// are closed here in the parent when this returns.
+pid_t StartChild(const ChildPlan& plan, ParentEnds* ends, std::string* error) {
+  Fd in_read, out_write, err_write, report_write;
+  if (!MakePipe(&in_read, &ends->stdin_write) || !MakePipe(&ends->stdout_read, &out_write) ||
+      !MakePipe(&ends->stderr_read, &err_write) || !MakePipe(&ends->report_read, &report_write)) {
+    *error = "cannot create pipes: " + ErrnoText(errno);
+    return -1;
+  }
+  const pid_t pid = fork();
+  if (pid == 0)
+    ChildMain(plan, {in_read.get(), out_write.get(), err_write.get(), report_write.get()});
+  if (pid < 0) *error = "cannot fork: " + ErrnoText(errno);
+  return pid;
+}
+
+ProcessResult RunChecked(const ProcessSpec& spec) {
+  ProcessResult result;
+  result.limits = spec.limits;
+  if (spec.argv.empty() || spec.argv[0].empty()) return StartFailed(result, "empty command");
+  const ChildPlan plan = MakePlan(spec);
+  std::string error = PrepareWorkdir(spec, plan.drop_privileges);
+  if (!error.empty()) return StartFailed(result, error);
+  ParentEnds ends;
+  const Clock::time_point start = Clock::now();
+  const pid_t pid = StartChild(plan, &ends, &error);
+  if (pid < 0) return StartFailed(result, error);
+  result.pid = pid;
+  RunningChild child(pid, std::move(ends), spec.stdin_data, &result);
+  const Clock::time_point deadline = start + ToDuration(std::max(spec.limits.wall_seconds, 0.0));
+  const Stop stop = child.Supervise(deadline, spec.limits.output_kill_bytes);
+  child.Finish();
+  result.wall_seconds = SecondsSince(start);
+  Classify(stop, child, plan, &result);
+  return result;
+}
+
+class SandboxRunner : public ProcessRunner {
+ public:
+  ProcessResult Run(const ProcessSpec& spec) override {
+    try {
+      return RunChecked(spec);
+    } catch (const std::exception& e) {
+      return StartFailed(ProcessResult{}, std::string("internal error: ") + e.what());
+    } catch (...) {
+      return StartFailed(ProcessResult{}, "internal error");
+    }
+  }
+};
+
+// --- Describing. ------------------------------------------------------------------------------
+
+std::string FormatBytes(uint64_t bytes) {
+  const char* units[] = {"bytes", "KB", "MB", "GB", "TB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  if (unit == 0 || value >= 10 || value == std::floor(value)) {
+    return fmt::format("{:.0f} {}", value, units[unit]);
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+// "11 (SIGSEGV: Segmentation fault)"; sigabbrev_np/sigdescr_np are thread-safe, strsignal not.
+std::string SignalText(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* descr = sigdescr_np(sig);
+  if (abbrev == nullptr || descr == nullptr) return fmt::format("{} (unknown signal)", sig);
+  return fmt::format("{} (SIG{}: {})", sig, abbrev, descr);
+}
+
+// Which limit a signal most likely reports.
+std::string SignalHint(const ProcessResult& r) {
+  const Limits& limits = r.limits;
+  if (r.signal == SIGXCPU ||
+      (r.signal == SIGKILL && limits.cpu_seconds > 0 && r.cpu_seconds >= limits.cpu_seconds)) {
+    return fmt::format(": CPU time limit of {} s reached", limits.cpu_seconds);
+  }
+  if (r.signal == SIGXFSZ) {
+    return fmt::format(": file size limit of {} reached", FormatBytes(limits.file_size_bytes));
+  }
+  return "";
+}
+
+// The probe child tries exactly what a run's child does and exits with 0 (private, plain),
+// 1 (private, in a user namespace) or 2 + errno (shared).
+int ProbeNetwork() {
+  ChildPlan plan;
+  plan.root = geteuid() == 0;
+  plan.uid_map = fmt::format("{0} {0} 1\n", geteuid());
+  plan.gid_map = fmt::format("{0} {0} 1\n", getegid());
+  pid_t pid = fork();
+  if (pid == 0) {
+    int err = 0;
+    bool own_userns = false;
+    bool ok = ChildIsolateNetwork(plan, &err, &own_userns);
+    _exit(ok ? (own_userns ? 1 : 0) : 2 + std::min(err, 200));
+  }
+  if (pid < 0) return 2 + errno;
+  int status = 0;
+  const Clock::time_point end = After(kReapGraceSeconds);
+  pid_t got;
+  while ((got = waitpid(pid, &status, WNOHANG)) == 0 && SecondsUntil(end) > 0) SleepMs(1);
+  if (got != pid) {
+    kill(pid, SIGKILL);
+    return 2 + ETIMEDOUT;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 2 + EINTR;
+}
+
+std::string NetworkLine() {
+  int probe = ProbeNetwork();
+  if (probe == 0) return "network: private namespace (unshare CLONE_NEWNET), loopback down";
+  if (probe == 1) {
+    return "network: private namespace (unshare CLONE_NEWUSER|CLONE_NEWNET, own uid/gid "
+           "mapped), loopback down";
+  }
+  return "network: NOT isolated, shared with the host (unshare failed: " + ErrnoText(probe - 2) +
+         ")";
+}
+
+std::string UserLine() {
+  if (geteuid() == 0) {
+    return "user: nobody (65534) when drop_privileges (default), no supplementary groups, "
+           "no_new_privs";
+  }
+  return fmt::format("user: the calling user (uid {}), not root so no switch; no_new_privs",
+                     geteuid());
+}
+
+}  // namespace
+
+std::string ProcessResult::Describe() const {
+  switch (end) {
+    case End::kExited:
+      return fmt::format("exited with code {}", exit_code);
+    case End::kSignaled:
+      return "killed by signal " + SignalText(signal) + SignalHint(*this);
+    case End::kTimedOut:
+      return fmt::format("timed out after {:.1f} s", limits.wall_seconds);
+    case End::kOutputFlood:
+      return fmt::format("killed: wrote {} of output (limit {})",
+                         FormatBytes(out_total + err_total), FormatBytes(limits.output_kill_bytes));
+    case End::kStartFailed:
+      return "could not start: " + start_error;
+  }
+  return "unknown end";
+}
+
+std::unique_ptr<ProcessRunner> NewSandboxRunner() {
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);  // see the header: killed descendants come to us
+  return std::make_unique<SandboxRunner>();
+}
+
+std::vector<std::string> DescribeIsolation() {
+  int subreaper = 0;
+  prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
+  return {
+      NetworkLine(),
+      UserLine(),
+      "limits: address space, CPU time, file size, processes+threads (RLIMIT_NPROC), no core "
+      "files; wall clock and output size watched by the parent",
+      std::string("processes: own session and process group, SIGKILLed as a group at exit, "
+                  "timeout or flood; killed descendants reaped ") +
+          (subreaper ? "(child subreaper)" : "(not yet: no runner created)"),
+      "filesystem: shared with the host (only the working directory is the run's own); "
+      "descendants that leave the process group (setsid) are not tracked",
+  };
+}
+
+}  // namespace kforge

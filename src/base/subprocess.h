@@ -1,0 +1,96 @@
+// Running a child process under limits: the sandbox every candidate compile and run goes
+// through (EVALUATION.md section 1).
+//
+// The child gets its own process group, resource limits (address space, CPU time, file size,
+// process count, no core files), its own working directory, no network (a private network
+// namespace) where the OS allows, and, when kforge runs as root, an unprivileged user (nobody).
+// Its stdout and stderr are read concurrently; beyond `output_bytes` per stream the rest is
+// counted and discarded, beyond `output_kill_bytes` in total the child is killed (a flood).
+// A child that outlives `wall_seconds` is killed with its whole process group.
+// Run() never throws and never waits without a bound.
+//
+// Process-wide effect: NewSandboxRunner() marks this process a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so that descendants of a child, once killed, are re-parented to
+// this process and reaped by Run() instead of lingering as zombies under a PID 1 that may not
+// reap (containers). Orphans of other children this process starts also come here.
+//
+// Known gap: a descendant that leaves the child's process group (setsid, setpgid) escapes the
+// group kill. Closing it needs a PID namespace or a cgroup; see DescribeIsolation().
+//
+// Thread-safety: a ProcessRunner may be used from several threads at once.
+#ifndef KFORGE_BASE_SUBPROCESS_H_
+#define KFORGE_BASE_SUBPROCESS_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+struct Limits {
+  double wall_seconds = 60;  // killed (with its group) after this
+  // RLIMIT_CPU: SIGXCPU at the limit, SIGKILL one second later; 0 = unlimited.
+  double cpu_seconds = 120;
+  uint64_t address_space_bytes = 8ull << 30;  // RLIMIT_AS; 0 = unlimited (CUDA needs that)
+  uint64_t file_size_bytes = 1ull << 30;      // RLIMIT_FSIZE (SIGXFSZ); 0 = unlimited
+  uint64_t output_bytes = 256 << 10;          // kept per stream (stdout, stderr)
+  uint64_t output_kill_bytes = 64ull << 20;   // stdout+stderr total that is a flood; 0 = none
+  // Processes + threads (RLIMIT_NPROC; enforced as nobody or in a user namespace, not as root);
+  // 0 = unlimited.
+  int max_processes = 512;
+  bool isolate_network = true;  // private network namespace where possible
+  bool drop_privileges = true;  // as root: run as nobody
+};
+
+struct ProcessSpec {
+  std::vector<std::string> argv;           // argv[0] is a path or a name on PATH
+  std::filesystem::path cwd;               // must exist; made writable for the child
+                                           // (as root: chowned to nobody, so it must belong
+                                           // to this run); empty = the parent's cwd
+  std::map<std::string, std::string> env;  // the child's whole environment
+  std::string stdin_data;                  // written to the child's stdin, then closed
+  Limits limits;
+};
+
+struct ProcessResult {
+  enum class End { kExited, kSignaled, kTimedOut, kOutputFlood, kStartFailed };
+  End end = End::kStartFailed;
+  int exit_code = -1;  // kExited
+  int signal = 0;      // kSignaled (also the signal that ended a timed-out child)
+  double wall_seconds = 0;
+  double cpu_seconds = 0;  // user + system of the child and its descendants
+  int64_t max_rss_kb = 0;
+  std::string out, err;                   // kept output, at most output_bytes each
+  uint64_t out_total = 0, err_total = 0;  // bytes the child wrote, kept or not
+  std::string start_error;                // kStartFailed: why
+  int pid = 0;                   // the child's process id, which is also its process group id
+  bool network_private = false;  // the child ran in a private network namespace
+  Limits limits;                 // the limits the child ran under
+
+  bool Succeeded() const { return end == End::kExited && exit_code == 0; }
+  // One line for people: "exited with code 3", "killed by signal 11 (SIGSEGV: segmentation
+  // fault)", "timed out after 10.0 s", "killed: wrote 70 MB of output (limit 64 MB)", ...
+  std::string Describe() const;
+};
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // Runs spec.argv to its end under spec.limits. Everything that can go wrong with the child,
+  // including failing to start it, is reported in the result; kStartFailed has start_error.
+  virtual ProcessResult Run(const ProcessSpec& spec) = 0;
+};
+
+// The real sandbox.
+std::unique_ptr<ProcessRunner> NewSandboxRunner();
+
+// What isolation the sandbox can apply on this machine, one line per mechanism, for
+// `kforge doctor` ("network: private namespace (unshare CLONE_NEWNET)", "user: nobody", ...).
+std::vector<std::string> DescribeIsolation();
+
+}  // namespace kforge
+
+#endif  // KFORGE_BASE_SUBPROCESS_H_

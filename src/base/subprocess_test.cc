@@ -1,0 +1,442 @@
+// Specifications of the sandboxed process runner. Misbehaving children come from
+// testdata/sandbox_helper.cc (KFORGE_SANDBOX_HELPER) or from the shell.
+#include "base/subprocess.h"
+
+#include <arpa/inet.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using End = ProcessResult::End;
+
+constexpr char kHelper[] = KFORGE_SANDBOX_HELPER;
+constexpr uid_t kNobody = 65534;
+
+// A fresh directory, removed with its contents at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "kforge-sandbox-test-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Processes whose process group is `pgid`, zombies included.
+std::vector<pid_t> GroupMembers(pid_t pgid) {
+  std::vector<pid_t> members;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::ifstream stat_file(it->path() / "stat");
+    std::string stat;
+    if (!std::getline(stat_file, stat)) continue;
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state;
+    int ppid, pgrp;
+    if (sscanf(stat.c_str() + paren + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) continue;
+    if (pgrp == pgid) members.push_back(std::stoi(it->path().filename().string()));
+  }
+  return members;
+}
+
+bool NetworkIsPrivateHere() {
+  for (const std::string& line : DescribeIsolation()) {
+    if (line.rfind("network: private", 0) == 0) return true;
+  }
+  return false;
+}
+
+// A TCP socket listening on 127.0.0.1 (never accepting: the backlog completes connects).
+int ListenOnLoopback(int* port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(s, 16) != 0 ||
+      getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return s;
+}
+
+ProcessSpec MakeSpec(std::vector<std::string> argv, const fs::path& cwd) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.cwd = cwd;
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.limits.wall_seconds = 10;
+  return spec;
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  ProcessSpec Spec(std::vector<std::string> argv) { return MakeSpec(std::move(argv), dir_.path()); }
+  ProcessResult Run(const ProcessSpec& spec) { return runner_->Run(spec); }
+
+  TempDir dir_;
+  std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
+};
+
+// --- Normal runs. -----------------------------------------------------------------------------
+
+TEST_F(SandboxTest, GivenAProgramThatExitsItReportsTheCodeAndBothStreams) {
+  ProcessResult r = Run(Spec({"sh", "-c", "echo out; echo err >&2; exit 3"}));
+  EXPECT_EQ(r.end, End::kExited) << r.Describe();
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_EQ(r.out_total, 4u);
+  EXPECT_GT(r.pid, 0);
+  EXPECT_FALSE(r.Succeeded());
+  EXPECT_EQ(r.Describe(), "exited with code 3");
+}
+
+TEST_F(SandboxTest, GivenStdinDataItDeliversItAndThenEndOfFile) {
+  ProcessSpec spec = Spec({"cat"});
+  spec.stdin_data = "hello\nworld\n";
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_EQ(r.out, "hello\nworld\n");
+}
+
+TEST_F(SandboxTest, GivenStdinLargerThanAPipeItStreamsItWhileReadingOutput) {
+  ProcessSpec spec = Spec({"cat"});
+  spec.stdin_data = std::string(4 << 20, 'x');
+  spec.limits.output_bytes = 16;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_EQ(r.out_total, 4u << 20);
+  EXPECT_EQ(r.out, std::string(16, 'x'));
+}
+
+TEST_F(SandboxTest, GivenStdinTheChildNeverReadsTheParentIsNotKilledBySigpipe) {
+  ProcessSpec spec = Spec({"true"});
+  spec.stdin_data = std::string(4 << 20, 'x');
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+}
+
+TEST_F(SandboxTest, GivenAnEnvironmentTheChildSeesExactlyIt) {
+  ProcessSpec spec = Spec({"env"});
+  spec.env["A"] = "1";
+  spec.env["Z"] = "two words";
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_EQ(r.out, "A=1\nPATH=/usr/bin:/bin\nZ=two words\n");
+}
+
+TEST_F(SandboxTest, GivenNoPathInTheEnvironmentItSearchesTheParentsPath) {
+  ProcessSpec spec = Spec({"env"});
+  spec.env.clear();
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << " " << r.start_error;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(SandboxTest, GivenAPathInTheEnvironmentItSearchesThatPathNotTheParents) {
+  const fs::path helper(kHelper);
+  ProcessSpec spec = Spec({helper.filename().string(), "threads", "0"});
+  spec.env["PATH"] = "/nonexistent:" + helper.parent_path().string();
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_EQ(r.out, "0\n");
+}
+
+TEST_F(SandboxTest, GivenManyThreadsCallingRunEachGetsItsOwnResult) {
+  std::vector<ProcessResult> results(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      ProcessSpec spec = Spec({"sh", "-c", "echo $X"});
+      spec.env["X"] = std::to_string(i);
+      results[i] = Run(spec);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(results[i].out, std::to_string(i) + "\n");
+}
+
+// --- Failing to start. ------------------------------------------------------------------------
+
+TEST_F(SandboxTest, GivenAMissingProgramItReportsStartFailedWithTheReason) {
+  ProcessResult r = Run(Spec({"kforge-no-such-program", "x"}));
+  EXPECT_EQ(r.end, End::kStartFailed);
+  EXPECT_NE(r.start_error.find("'kforge-no-such-program'"), std::string::npos) << r.start_error;
+  EXPECT_NE(r.start_error.find("No such file or directory"), std::string::npos) << r.start_error;
+  EXPECT_NE(r.start_error.find("PATH=/usr/bin:/bin"), std::string::npos) << r.start_error;
+  EXPECT_EQ(r.Describe().rfind("could not start: cannot run", 0), 0u) << r.Describe();
+}
+
+TEST_F(SandboxTest, GivenAMissingWorkingDirectoryItReportsStartFailed) {
+  ProcessSpec spec = Spec({"true"});
+  spec.cwd = dir_.path() / "missing";
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kStartFailed);
+  EXPECT_NE(r.start_error.find("missing"), std::string::npos) << r.start_error;
+}
+
+TEST_F(SandboxTest, GivenAnEmptyCommandItReportsStartFailed) {
+  ProcessResult r = Run(Spec({}));
+  EXPECT_EQ(r.end, End::kStartFailed);
+  EXPECT_EQ(r.start_error, "empty command");
+}
+
+// --- Crashes and limits. ----------------------------------------------------------------------
+
+TEST_F(SandboxTest, GivenASegfaultItReportsSignal11) {
+  ProcessResult r = Run(Spec({kHelper, "segv"}));
+  EXPECT_EQ(r.end, End::kSignaled) << r.Describe();
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_EQ(r.Describe(), "killed by signal 11 (SIGSEGV: Segmentation fault)");
+}
+
+TEST_F(SandboxTest, GivenAnAbortItReportsSigabrt) {
+  ProcessResult r = Run(Spec({kHelper, "abort"}));
+  EXPECT_EQ(r.end, End::kSignaled) << r.Describe();
+  EXPECT_EQ(r.signal, SIGABRT);
+}
+
+TEST_F(SandboxTest, GivenAHangItKillsTheChildAtTheWallClockLimit) {
+  ProcessSpec spec = Spec({"sleep", "1000"});
+  spec.limits.wall_seconds = 1;
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kTimedOut) << r.Describe();
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_GE(r.wall_seconds, 1.0);
+  EXPECT_LT(r.wall_seconds, 2.5);
+  EXPECT_EQ(r.Describe(), "timed out after 1.0 s");
+}
+
+TEST_F(SandboxTest, GivenACpuSpinItIsEndedByTheCpuLimit) {
+  ProcessSpec spec = Spec({kHelper, "spin"});
+  spec.limits.cpu_seconds = 1;
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kSignaled) << r.Describe();
+  EXPECT_TRUE(r.signal == SIGXCPU || r.signal == SIGKILL) << r.signal;
+  EXPECT_GE(r.cpu_seconds, 0.9);
+  EXPECT_NE(r.Describe().find("CPU time limit of 1 s"), std::string::npos) << r.Describe();
+}
+
+TEST_F(SandboxTest, GivenAHugeAllocationItFailsInsideTheAddressSpaceLimit) {
+  ProcessSpec spec = Spec({kHelper, "oom"});
+  spec.limits.address_space_bytes = 1ull << 30;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.end == End::kSignaled || (r.end == End::kExited && r.exit_code != 0))
+      << r.Describe();
+  EXPECT_LT(r.max_rss_kb, 1100 << 10);
+}
+
+TEST_F(SandboxTest, GivenWritesPastTheFileSizeLimitItReportsSigxfsz) {
+  ProcessSpec spec = Spec({kHelper, "fsize", std::to_string(4 << 20)});
+  spec.limits.file_size_bytes = 1 << 20;
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kSignaled) << r.Describe();
+  EXPECT_EQ(r.signal, SIGXFSZ);
+  EXPECT_LE(fs::file_size(dir_.path() / "big"), 1u << 20);
+}
+
+TEST_F(SandboxTest, GivenAForkBombItIsContainedAndNothingOfItRemains) {
+  ProcessSpec spec = Spec({kHelper, "forkbomb"});
+  spec.limits.max_processes = 16;
+  spec.limits.wall_seconds = 2;
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r = Run(spec);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.end, End::kTimedOut) << r.Describe();
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_LE(std::count(r.out.begin(), r.out.end(), '+'), 16) << "forks that succeeded";
+  EXPECT_TRUE(GroupMembers(r.pid).empty());
+}
+
+TEST_F(SandboxTest, GivenMaxProcessesItAlsoLimitsThreads) {
+  ProcessSpec spec = Spec({kHelper, "threads", "64"});
+  spec.limits.max_processes = 8;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_LT(std::stoi(r.out), 8) << "threads started";
+}
+
+TEST_F(SandboxTest, GivenAFloodOfOutputItKillsTheChildAndKeepsOnlyTheCap) {
+  ProcessSpec spec = Spec({"head", "-c", "1G", "/dev/zero"});
+  spec.limits.output_bytes = 1024;
+  spec.limits.output_kill_bytes = 8 << 20;
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kOutputFlood) << r.Describe();
+  EXPECT_EQ(r.out.size(), 1024u);
+  EXPECT_GT(r.out_total, 8u << 20);
+  EXPECT_LT(r.out_total, 64u << 20);
+  EXPECT_LT(r.wall_seconds, 5.0);
+  EXPECT_NE(r.Describe().find("(limit 8 MB)"), std::string::npos) << r.Describe();
+}
+
+TEST_F(SandboxTest, GivenOutputBeyondTheKeptBytesItCountsTheRest) {
+  ProcessSpec spec = Spec({"head", "-c", "1M", "/dev/zero"});
+  spec.limits.output_bytes = 1000;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_EQ(r.out.size(), 1000u);
+  EXPECT_EQ(r.out_total, 1u << 20);
+}
+
+TEST_F(SandboxTest, GivenABackgroundGrandchildRunReturnsAtOnceAndKillsIt) {
+  ProcessResult r = Run(Spec({"sh", "-c", "sleep 100 & echo hi"}));
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_LT(r.wall_seconds, 2.0);
+  EXPECT_TRUE(GroupMembers(r.pid).empty());
+}
+
+TEST_F(SandboxTest, GivenADescendantThatLeavesTheGroupRunStillReturnsWithinTheGracePeriod) {
+  // The escapee (own session) keeps stdout open and is out of reach of the group kill: the
+  // known gap in the header. Run() must still return, after a bounded drain.
+  ProcessResult r = Run(Spec({"sh", "-c", "setsid sh -c 'echo $$; exec sleep 100' & sleep 0.3"}));
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_LT(r.wall_seconds, 2.0);
+  const pid_t escapee = atoi(r.out.c_str());
+  if (escapee > 0) {
+    kill(escapee, SIGKILL);
+    waitpid(escapee, nullptr, 0);  // re-parented to this process (subreaper)
+  }
+}
+
+TEST_F(SandboxTest, GivenManyRunsItLeaksNoFileDescriptorsOrChildren) {
+  auto open_fds = [] {
+    std::error_code ec;
+    return std::distance(fs::directory_iterator("/proc/self/fd", ec), fs::directory_iterator());
+  };
+  const auto before = open_fds();
+  for (int i = 0; i < 20; ++i) Run(Spec({"sh", "-c", "echo x; sleep 5 & exit 1"}));
+  Run(Spec({"kforge-no-such-program"}));
+  EXPECT_EQ(open_fds(), before);
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1) << "a child of the test process was left behind";
+}
+
+// --- Isolation. -------------------------------------------------------------------------------
+
+TEST_F(SandboxTest, GivenAPrivateNetworkTheChildCannotReachTheHostsLoopback) {
+  int port = 0;
+  int listener = ListenOnLoopback(&port);
+  ASSERT_GE(listener, 0);
+  ProcessSpec spec = Spec({kHelper, "connect", std::to_string(port)});
+  spec.limits.isolate_network = false;
+  ProcessResult shared = Run(spec);
+  EXPECT_TRUE(shared.Succeeded()) << "control run must connect: " << shared.out;
+  spec.limits.isolate_network = true;
+  ProcessResult isolated = Run(spec);
+  close(listener);
+  EXPECT_EQ(isolated.network_private, NetworkIsPrivateHere());
+  if (!isolated.network_private) GTEST_SKIP() << "no private network namespace on this machine";
+  EXPECT_EQ(isolated.end, End::kExited);
+  EXPECT_EQ(isolated.exit_code, 1) << isolated.out;
+}
+
+TEST_F(SandboxTest, GivenRootItRunsTheChildAsNobodyInAWritableDirectory) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: there is no user to switch from";
+  ProcessResult r = Run(Spec({"sh", "-c", "id -u; id -G; echo data > f"}));
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  EXPECT_EQ(r.out, "65534\n65534\n");
+  struct stat st = {};
+  ASSERT_EQ(stat((dir_.path() / "f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kNobody);
+}
+
+// Runs as nobody (in a forked test process) what the root tests check for root: the
+// unprivileged path (user namespace, RLIMIT_NPROC). Returns 0, or which check failed.
+int CheckUnprivilegedPath(const fs::path& cwd, int port) {
+  if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) return 10;
+  std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+  for (const std::string& line : DescribeIsolation())
+    fprintf(stderr, "  [as nobody] %s\n", line.c_str());
+  ProcessSpec spec = MakeSpec({kHelper, "connect", std::to_string(port)}, cwd);
+  ProcessResult r = runner->Run(spec);
+  if (r.network_private != NetworkIsPrivateHere()) return 11;
+  if (r.network_private && r.Succeeded()) return 12;  // connected despite a private network
+  spec = MakeSpec({kHelper, "forkbomb"}, cwd);
+  spec.limits.max_processes = 16;
+  spec.limits.wall_seconds = 2;
+  r = runner->Run(spec);
+  if (r.end != End::kTimedOut) return 13;
+  if (std::count(r.out.begin(), r.out.end(), '+') > 16) return 14;
+  if (!GroupMembers(r.pid).empty()) return 15;
+  return 0;
+}
+
+TEST(SandboxUnprivilegedTest, GivenANonRootCallerItIsolatesAndContainsAsWell) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to become an unprivileged user for the test";
+  TempDir dir;
+  ASSERT_EQ(chown(dir.path().c_str(), kNobody, kNobody), 0);
+  int port = 0;
+  int listener = ListenOnLoopback(&port);
+  ASSERT_GE(listener, 0);
+  pid_t pid = fork();
+  if (pid == 0) _exit(CheckUnprivilegedPath(dir.path(), port));
+  ASSERT_GT(pid, 0);
+  int status = -1;
+  for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+  close(listener);
+  if (status == -1) kill(pid, SIGKILL);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "failed check (see CheckUnprivilegedPath)";
+}
+
+TEST(DescribeIsolationTest, ItNamesTheNetworkAndTheUser) {
+  std::vector<std::string> lines = DescribeIsolation();
+  for (const std::string& line : lines) fprintf(stderr, "  %s\n", line.c_str());
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("network: ", 0), 0u);
+  EXPECT_EQ(lines[1].rfind("user: ", 0), 0u);
+}
+
+// --- Describe(). ------------------------------------------------------------------------------
+
+TEST(DescribeTest, ItSaysHowTheChildEnded) {
+  ProcessResult r;
+  r.end = End::kSignaled;
+  r.signal = SIGXFSZ;
+  r.limits.file_size_bytes = 1 << 20;
+  EXPECT_EQ(r.Describe(),
+            "killed by signal 25 (SIGXFSZ: File size limit exceeded): file size limit of 1 MB "
+            "reached");
+  r.end = End::kOutputFlood;
+  r.out_total = 70 << 20;
+  r.limits.output_kill_bytes = 64 << 20;
+  EXPECT_EQ(r.Describe(), "killed: wrote 70 MB of output (limit 64 MB)");
+  r.end = End::kTimedOut;
+  r.limits.wall_seconds = 10;
+  EXPECT_EQ(r.Describe(), "timed out after 10.0 s");
+  r.end = End::kStartFailed;
+  r.start_error = "cannot run 'x': No such file or directory";
+  EXPECT_EQ(r.Describe(), "could not start: cannot run 'x': No such file or directory");
+}
+
+}  // namespace
+}  // namespace kforge

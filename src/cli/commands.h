@@ -1,0 +1,23 @@
+// kforge's sub-commands. Each Add*Command registers one CLI11 sub-command whose callback
+// stores its exit code in *exit_code. Exit codes (docs/cli.md):
+//   0 success (eval: the verdict is `correct`), 1 a verdict other than correct,
+//   2 bad usage or input (flags, problem file, candidate path), 3 environment or internal error.
+#ifndef KFORGE_CLI_COMMANDS_H_
+#define KFORGE_CLI_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+namespace kforge {
+
+constexpr int kExitOk = 0;
+constexpr int kExitVerdict = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitEnvironment = 3;
+
+void AddEvalCommand(CLI::App& app, int* exit_code);
+void AddDoctorCommand(CLI::App& app, int* exit_code);
+void AddProblemsCommand(CLI::App& app, int* exit_code);
+
+}  // namespace kforge
+
+#endif  // KFORGE_CLI_COMMANDS_H_

@@ -1,0 +1,69 @@
+// `kforge doctor`: what works here, and for what does not, why and how to fix it.
+#include <fmt/format.h>
+
+#include "backend/registry.h"
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "cli/commands.h"
+#include "eval/compiler.h"
+#include "eval/worker_client.h"
+#include "kforge/eval.h"
+#include "kforge/problem.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool CheckBackend(const BackendInfo& b, ProcessRunner& runner) {
+  Result<fs::path> dir = MakeTempDir("doctor");
+  if (!dir.ok()) return false;
+  ProcessSpec spec;
+  spec.argv = {WorkerPath().string(), "probe", b.name};
+  spec.cwd = *dir;
+  const char* path = std::getenv("PATH");
+  spec.env = {{"PATH", path ? path : "/usr/bin:/bin"}, {"HOME", dir->string()}};
+  for (const char* name : {"LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES"})
+    if (const char* v = std::getenv(name)) spec.env[name] = v;
+  spec.limits.wall_seconds = 60;
+  spec.limits.address_space_bytes = 0;
+  ProcessResult r = runner.Run(spec);
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.Succeeded() || j.is_discarded()) {
+    fmt::print("  {:<8} NOT USABLE: the worker {}\n", b.name, r.Describe());
+    return false;
+  }
+  if (j.contains("error")) {
+    fmt::print("  {:<8} NOT USABLE: {}\n", b.name, j["error"].get<std::string>());
+    return false;
+  }
+  fmt::print("  {:<8} ok  ({})\n", b.name, b.summary);
+  int k = 0;
+  for (const auto& d : j["devices"]) fmt::print("           device {}: {}\n", k++, d.get<std::string>());
+  return true;
+}
+
+}  // namespace
+
+void AddDoctorCommand(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("doctor", "Show which backends, devices and isolation work here");
+  cmd->callback([exit_code] {
+    std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+    fmt::print("kforge 0.1.0\n  worker   {}{}\n", WorkerPath().string(), fs::exists(WorkerPath()) ? "" : "  (MISSING: build kforge-worker)");
+    fmt::print("  compiler {}\n", CompilerVersion(*runner));
+    Result<fs::path> cache = CacheDir();
+    fmt::print("  cache    {}\n", cache.ok() ? cache->string() : cache.status().message());
+    fmt::print("  problems {} bundled\n", ListBundledProblems().size());
+    fmt::print("isolation:\n");
+    for (const std::string& line : DescribeIsolation()) fmt::print("  {}\n", line);
+    fmt::print("backends:\n");
+    int usable = 0;
+    for (const BackendInfo& b : Backends()) usable += CheckBackend(b, *runner);
+    *exit_code = usable > 0 ? kExitOk : kExitEnvironment;
+  });
+}
+
+}  // namespace kforge

@@ -1,0 +1,97 @@
+#include "eval/compare.h"
+
+#include <cmath>
+
+namespace kforge {
+
+namespace {
+
+std::vector<int64_t> Coords(const std::vector<int64_t>& dims, int64_t index) {
+  std::vector<int64_t> c(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    c[d] = dims[d] ? index % dims[d] : 0;
+    index = dims[d] ? index / dims[d] : 0;
+  }
+  return c;
+}
+
+}  // namespace
+
+Comparison CompareOutput(const TensorShape& shape, const std::string& got,
+                         const std::vector<double>& want, const Tolerance& tol) {
+  Comparison c;
+  size_t n = want.size();
+  std::vector<double> out(n);
+  ToDouble(shape.dtype, got.data(), n, out.data());
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double w = want[i], g = out[i];
+    bool ref_finite = std::isfinite(w);
+    bool ok;
+    if (!ref_finite) {
+      ok = (std::isnan(w) && std::isnan(g)) || g == w;
+    } else if (!std::isfinite(g)) {
+      ok = false;
+      ++c.nonfinite;
+      if (std::isnan(g)) ++c.unwritten;
+    } else {
+      double abs = std::fabs(g - w);
+      double rel = abs / std::max(std::fabs(w), 1e-300);
+      c.max_abs = std::max(c.max_abs, abs);
+      if (std::fabs(w) > tol.atol) c.max_rel = std::max(c.max_rel, rel);
+      ok = abs <= tol.atol + tol.rtol * std::fabs(w);
+      err2 += abs * abs;
+      ref2 += w * w;
+    }
+    if (!ok) {
+      ++c.bad_count;
+      if (c.first.size() < 5) c.first.push_back({static_cast<int64_t>(i), Coords(shape.dims, i), g, w});
+    }
+  }
+  c.ref_rms = n ? std::sqrt(ref2 / n) : 0;
+  c.rms_rel = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0);
+  if (c.nonfinite > 0) {
+    c.pass = false;
+    c.reason = std::to_string(c.nonfinite) + " elements are NaN/Inf where the reference is finite" +
+               (c.unwritten ? " (" + std::to_string(c.unwritten) + " still hold the NaN poison: unwritten?)" : "");
+  } else if (c.bad_count > 0) {
+    c.pass = false;
+    c.reason = std::to_string(c.bad_count) + " of " + std::to_string(n) +
+               " elements outside atol + rtol*|ref|";
+  } else if (IsFloating(shape.dtype) && tol.rms > 0 && c.rms_rel > tol.rms) {
+    c.pass = false;
+    c.reason = "RMS-relative error " + std::to_string(c.rms_rel) + " exceeds " + std::to_string(tol.rms);
+  }
+  return c;
+}
+
+nlohmann::json ComparisonToJson(const Comparison& c) {
+  nlohmann::json first = nlohmann::json::array();
+  for (const Mismatch& m : c.first)
+    first.push_back({{"index", m.index}, {"coords", m.coords}, {"got", std::isfinite(m.got) ? nlohmann::json(m.got) : nlohmann::json(std::to_string(m.got))}, {"want", m.want}});
+  return {{"pass", c.pass}, {"reason", c.reason}, {"bad_count", c.bad_count},
+          {"unwritten", c.unwritten}, {"nonfinite", c.nonfinite}, {"max_abs_error", c.max_abs},
+          {"max_rel_error", c.max_rel}, {"rms_rel_error", std::isfinite(c.rms_rel) ? c.rms_rel : 1e308},
+          {"reference_rms", c.ref_rms}, {"first_mismatches", first}};
+}
+
+bool IsDegenerate(const std::vector<double>& ref, const Tolerance& tol, std::string* why) {
+  if (ref.empty()) return false;
+  double mean = 0, sq = 0;
+  for (double v : ref) mean += v;
+  mean /= ref.size();
+  for (double v : ref) sq += (v - mean) * (v - mean);
+  double stdev = std::sqrt(sq / ref.size());
+  double rms = std::sqrt(sq / ref.size() + mean * mean);
+  if (rms <= 10 * tol.atol) {
+    *why = "reference output RMS " + std::to_string(rms) + " is within 10x atol: zeros could pass the elementwise test";
+    return true;
+  }
+  if (stdev <= 1e-6 * std::fabs(mean) || stdev == 0) {
+    *why = "reference output is near-constant (mean " + std::to_string(mean) + ", stdev " + std::to_string(stdev) + ")";
+    return true;
+  }
+  return false;
+}
+
+}  // namespace kforge

@@ -1,0 +1,42 @@
+// Compiling candidates and references into shared libraries, in the sandbox, with a cache
+// keyed by a hash of everything that affects the output: source, flags, the ABI headers and
+// the compiler's version. Never keyed by a name.
+#ifndef KFORGE_EVAL_COMPILER_H_
+#define KFORGE_EVAL_COMPILER_H_
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backend/registry.h"
+#include "base/subprocess.h"
+#include "kforge/status.h"
+
+namespace kforge {
+
+struct CompileOutput {
+  bool ok = false;
+  std::filesystem::path library;  // in the cache; valid when ok
+  std::string log;                // compiler output, trimmed
+  std::string key;                // cache key
+  bool cached = false;
+  double seconds = 0;
+  std::vector<std::string> command;
+};
+
+enum class CompileKind { kCandidate, kReference };
+
+// Compiles `source` for `backend` (kCandidate) or as a problem reference (kReference, plain
+// -O2, no -march=native). A compiler failure is ok=false with the log, not an error Status;
+// an error Status means kforge could not run the compiler at all.
+Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
+                              const std::filesystem::path& source, CompileKind kind);
+
+// Folder holding the candidate ABI headers (kforge_cpu.h, ...).
+std::filesystem::path AbiIncludeDir();
+// "g++ (Debian 12.2.0-14) 12.2.0", cached per process.
+std::string CompilerVersion(ProcessRunner& runner);
+
+}  // namespace kforge
+
+#endif  // KFORGE_EVAL_COMPILER_H_

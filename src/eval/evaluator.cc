@@ -1,0 +1,475 @@
+// The evaluation pipeline. Each gate is one method; Run() reads as the list of gates.
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "backend/registry.h"
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "eval/compare.h"
+#include "eval/compiler.h"
+#include "eval/inputs.h"
+#include "eval/static_check.h"
+#include "eval/worker_client.h"
+#include "kforge/eval.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Trial {
+  BoundProblem bound;
+  uint64_t seed = 0;
+  double magnitude = 1;
+  bool hidden = false;
+  std::vector<HostTensor> inputs;
+  std::vector<std::vector<double>> reference;  // per output, float64
+};
+
+json LimitsToJson(const Limits& l) {
+  return {{"wall_seconds", l.wall_seconds}, {"cpu_seconds", l.cpu_seconds},
+          {"address_space_bytes", l.address_space_bytes}, {"file_size_bytes", l.file_size_bytes},
+          {"output_bytes", l.output_bytes}, {"max_processes", l.max_processes},
+          {"isolate_network", l.isolate_network}, {"drop_privileges", l.drop_privileges}};
+}
+
+std::vector<LaunchAttr> AttrsFor(const BoundProblem& b) {
+  std::vector<LaunchAttr> attrs;
+  for (const SizeParam& s : b.problem->sizes) {
+    int64_t v = b.sizes.at(s.name);
+    attrs.push_back({s.name, v, static_cast<double>(v)});
+  }
+  for (const Attribute& a : b.problem->attrs)
+    attrs.push_back({a.name, static_cast<int64_t>(a.value), a.value});
+  return attrs;
+}
+
+InputSet SetFor(const BoundProblem& b, bool float64_inputs) {
+  InputSet s;
+  s.attrs = AttrsFor(b);
+  for (TensorShape t : b.inputs) {
+    if (float64_inputs && IsFloating(t.dtype)) t.dtype = DType::kFloat64;
+    s.inputs.push_back({t, ""});
+  }
+  for (TensorShape t : b.outputs) {
+    if (float64_inputs && IsFloating(t.dtype)) t.dtype = DType::kFloat64;
+    s.outputs.push_back({t, ""});
+  }
+  return s;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+class Evaluation {
+ public:
+  Evaluation(const Problem& p, fs::path candidate, const EvalOptions& o, ProcessRunner& r)
+      : problem_(p), candidate_(std::move(candidate)), options_(o), runner_(r) {}
+  Result<Verdict> Run();
+
+ private:
+  bool StaticGate();
+  Result<bool> CompileGate();
+  Status PrepareTrials();
+  Status ComputeReference();
+  Result<bool> RunCandidate();
+  bool ProcessEnded(const WorkerRun& run);
+  bool CheckTrials(const WorkerRun& run);
+  bool CheckTiming(const WorkerRun& run);
+  bool CheckPrecision(const WorkerRun& run);
+  Status SpeedOfLight();
+  Status Baselines();
+  Result<TimingStats> TimeBaseline(const fs::path& library, const std::string& backend,
+                                   const std::string& entry, const fs::path& program);
+  Limits WorkerLimits() const;
+  std::string LockName(const std::string& backend) const;
+  void Finish(VerdictStatus s, const std::string& message, const std::string& gate = "") {
+    verdict_.status = s;
+    verdict_.message = message;
+    verdict_.gate = gate;
+  }
+  void Stage(const std::string& name, std::chrono::steady_clock::time_point t0) {
+    verdict_.stages[name] = Seconds(t0);
+  }
+
+  const Problem& problem_;
+  fs::path candidate_;
+  const EvalOptions& options_;
+  ProcessRunner& runner_;
+  const BackendInfo* backend_ = nullptr;
+  std::string source_;
+  fs::path library_, program_source_, reference_library_;
+  std::vector<Trial> trials_;
+  Verdict verdict_;
+};
+
+bool Evaluation::StaticGate() {
+  std::vector<std::string> findings = StaticCheck(source_, backend_->deny);
+  if (findings.empty()) return true;
+  std::string all;
+  for (const std::string& f : findings) all += (all.empty() ? "" : "; ") + f;
+  Finish(VerdictStatus::kSuspicious, "static check: " + all, "static");
+  return false;
+}
+
+Result<bool> Evaluation::CompileGate() {
+  auto t0 = std::chrono::steady_clock::now();
+  KF_ASSIGN_OR_RETURN(CompileOutput ref, Compile(runner_, *FindBackend("cpp"), problem_.reference, CompileKind::kReference));
+  if (!ref.ok) return Status::InvalidArgument("the reference of problem '" + problem_.name + "' (" + problem_.reference.string() + ") does not compile:\n" + ref.log);
+  reference_library_ = ref.library;
+  KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, candidate_, CompileKind::kCandidate));
+  Stage("compile", t0);
+  verdict_.compiler_output = out.log;
+  if (!out.ok) {
+    Finish(VerdictStatus::kCompileError, "the candidate does not compile");
+    return false;
+  }
+  library_ = out.library;
+  return true;
+}
+
+Status Evaluation::PrepareTrials() {
+  KF_ASSIGN_OR_RETURN(BoundProblem main, Bind(problem_, options_.sizes, options_.quick));
+  verdict_.sizes = main.sizes;
+  int seeds = std::max(options_.seeds, 1);
+  for (int s = 0; s < seeds; ++s) {
+    double mag = problem_.magnitudes[s % problem_.magnitudes.size()];
+    trials_.push_back({main, static_cast<uint64_t>(s), mag, false, GenerateInputs(main, s, mag), {}});
+  }
+  std::map<std::string, int64_t> variant = VariantSizes(problem_, main.sizes);
+  if (options_.hidden_sizes && variant != main.sizes) {
+    KF_ASSIGN_OR_RETURN(BoundProblem hidden, Bind(problem_, variant, false));
+    for (int s = 0; s < 2; ++s) {
+      double mag = problem_.magnitudes[s % problem_.magnitudes.size()];
+      uint64_t seed = 1000 + s;
+      trials_.push_back({hidden, seed, mag, true, GenerateInputs(hidden, seed, mag), {}});
+    }
+  }
+  return Status::Ok();
+}
+
+Status Evaluation::ComputeReference() {
+  auto t0 = std::chrono::steady_clock::now();
+  Job job;
+  job.backend = "cpp";
+  job.entry = problem_.reference_float64 ? "kf_reference_f64" : "kf_reference_native";
+  job.check_twice = false;
+  WorkerFiles files;
+  files.library = reference_library_;
+  for (size_t t = 0; t < trials_.size(); ++t) {
+    job.sets.push_back(SetFor(trials_[t].bound, problem_.reference_float64));
+    job.checks.push_back(static_cast<int>(t));
+    std::vector<HostTensor> ins;
+    for (const HostTensor& h : trials_[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
+    files.inputs.push_back(std::move(ins));
+  }
+  KF_ASSIGN_OR_RETURN(WorkerRun run, RunWorker(runner_, job, files, WorkerLimits()));
+  Status status = Status::Ok();
+  if (!run.finished() || run.result.contains("error")) {
+    status = Status::Internal("the reference of problem '" + problem_.name + "' failed (" +
+                              run.process.Describe() + ", stage " + run.last_stage + "): " +
+                              run.result.value("error", json::object()).value("message", "") + "\n" +
+                              TailLines(run.process.err, 10, 2000));
+  }
+  for (size_t t = 0; status.ok() && t < trials_.size(); ++t) {
+    for (const TensorShape& out : trials_[t].bound.outputs) {
+      Result<std::string> bytes = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', out.name));
+      if (!bytes.ok()) { status = bytes.status(); break; }
+      TensorShape s = out;
+      if (problem_.reference_float64 && IsFloating(s.dtype)) s.dtype = DType::kFloat64;
+      std::vector<double> v(static_cast<size_t>(s.numel()));
+      ToDouble(s.dtype, bytes->data(), v.size(), v.data());
+      trials_[t].reference.push_back(std::move(v));
+    }
+  }
+  Cleanup(run);
+  Stage("reference", t0);
+  if (!status.ok()) return status;
+  std::string why;
+  const TensorShape& first = trials_[0].bound.outputs[0];
+  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(first.dtype), &why))
+    verdict_.warnings.push_back("degenerate problem: " + why);
+  return Status::Ok();
+}
+
+Limits Evaluation::WorkerLimits() const {
+  Limits l;
+  l.wall_seconds = options_.timeout_seconds;
+  l.cpu_seconds = options_.timeout_seconds * std::max(2u, std::thread::hardware_concurrency());
+  l.address_space_bytes = options_.memory_bytes;
+  l.output_bytes = 64 << 10;
+  return l;
+}
+
+std::string Evaluation::LockName(const std::string& backend) const {
+  // PoCL and the cpp backend share the host CPU; a GPU OpenCL device has its own lock.
+  return backend == "cpp" ? "cpu" : backend + "-" + std::to_string(options_.device);
+}
+
+bool Evaluation::ProcessEnded(const WorkerRun& run) {
+  const ProcessResult& p = run.process;
+  std::string where = " during " + run.last_stage;
+  if (p.end == ProcessResult::End::kTimedOut) {
+    Finish(VerdictStatus::kTimeout, "the candidate " + p.Describe() + where);
+    return false;
+  }
+  if (p.end == ProcessResult::End::kOutputFlood) {
+    Finish(VerdictStatus::kRuntimeError, "the candidate flooded its output: " + p.Describe() + where);
+    return false;
+  }
+  if (run.result.contains("error")) {
+    const json& e = run.result["error"];
+    Finish(VerdictStatus::kRuntimeError, e.value("stage", "") + ": " + e.value("message", ""));
+    return false;
+  }
+  if (!p.Succeeded() || !run.finished()) {
+    Finish(VerdictStatus::kRuntimeError, "the worker " + p.Describe() + where + "\n" + TailLines(p.err, 8, 2000));
+    return false;
+  }
+  return true;
+}
+
+bool Evaluation::CheckTrials(const WorkerRun& run) {
+  const json& checks = run.result["checks"];
+  for (size_t t = 0; t < trials_.size(); ++t) {
+    const Trial& trial = trials_[t];
+    const json& check = checks.at(t);
+    json tj = {{"seed", trial.seed}, {"magnitude", trial.magnitude}, {"hidden_size", trial.hidden},
+               {"sizes", trial.bound.sizes}, {"outputs", json::object()}};
+    bool pass = true;
+    std::string why;
+    if (check["input_hashes_after"] != check["input_hashes_before"]) {
+      pass = false;
+      why = "the candidate modified its inputs (checksums differ after the run)";
+    }
+    for (size_t o = 0; o < trial.bound.outputs.size(); ++o) {
+      const TensorShape& shape = trial.bound.outputs[o];
+      Tolerance tol = problem_.ToleranceFor(shape.dtype);
+      Result<std::string> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
+      Result<std::string> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
+      if (!a.ok() || !b.ok()) { pass = false; why = "missing output from the worker"; continue; }
+      Comparison c = CompareOutput(shape, *a, trial.reference[o], tol);
+      json cj = ComparisonToJson(c);
+      if (!c.pass && pass) { pass = false; why = "output '" + shape.name + "': " + c.reason; }
+      if (problem_.nondeterministic) {
+        Comparison cb = CompareOutput(shape, *b, trial.reference[o], tol);
+        if (!cb.pass && pass) { pass = false; why = "output '" + shape.name + "' (second run): " + cb.reason; }
+      } else if (*a != *b) {
+        cj["deterministic"] = false;
+        if (pass) { pass = false; why = "output '" + shape.name + "' differs between two runs with different poison (nondeterministic, or reads unwritten memory)"; }
+      }
+      tj["outputs"][shape.name] = cj;
+    }
+    tj["pass"] = pass;
+    verdict_.trials.push_back(tj);
+    if (!pass) {
+      Finish(VerdictStatus::kWrongOutput, "trial " + std::to_string(t) + " (seed " + std::to_string(trial.seed) +
+                                              (trial.hidden ? ", hidden size" : "") + "): " + why);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Evaluation::CheckTiming(const WorkerRun& run) {
+  const json& tj = run.result["timing"];
+  TimingStats stats = ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+  verdict_.timing = stats;
+  int last = tj["last_set"].get<int>();
+  for (size_t o = 0; o < trials_[last].bound.outputs.size(); ++o) {
+    const TensorShape& shape = trials_[last].bound.outputs[o];
+    Result<std::string> bytes = run.ReadOutput(TimedOutputFile(shape.name));
+    Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, trials_[last].reference[o], problem_.ToleranceFor(shape.dtype)) : Comparison{false, "missing"};
+    if (!c.pass) {
+      Finish(VerdictStatus::kWrongOutput, "re-verification after timing failed for '" + shape.name + "': " + c.reason, "reverify");
+      return false;
+    }
+  }
+  if (tj["input_hashes_after"] != tj["input_hashes_before"]) {
+    Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
+    return false;
+  }
+  if (tj["threads_after"].get<int>() > tj["threads_before"].get<int>()) {
+    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(tj["threads_before"].get<int>()) + " to " +
+                                           std::to_string(tj["threads_after"].get<int>()) + " during the timed runs (background work)", "threads");
+    return false;
+  }
+  if (stats.host_median_ms > 3 * stats.median_ms + 1.0)
+    verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
+  return true;
+}
+
+bool Evaluation::CheckPrecision(const WorkerRun& run) {
+  verdict_.precision = run.result.value("precision", json::object());
+  verdict_.precision["fast_math_allowed"] = problem_.allow_fast_math;
+  const json fast = verdict_.precision.value("fast_math_options", json::array());
+  if (!fast.empty() && !problem_.allow_fast_math) {
+    Finish(VerdictStatus::kSuspicious, "the candidate built with " + fast.dump() + ", which this problem does not allow", "precision");
+    return false;
+  }
+  return true;
+}
+
+Result<bool> Evaluation::RunCandidate() {
+  auto t0 = std::chrono::steady_clock::now();
+  Job job;
+  job.backend = backend_->name;
+  job.device = options_.device;
+  job.entry = backend_->entry;
+  WorkerFiles files;
+  files.library = library_;
+  if (backend_->sibling_program_source) {
+    fs::path sib = candidate_;
+    sib.replace_extension(backend_->sibling_extension);
+    if (fs::exists(sib)) files.program_source = sib;
+  }
+  program_source_ = files.program_source;
+  for (size_t t = 0; t < trials_.size(); ++t) {
+    job.sets.push_back(SetFor(trials_[t].bound, false));
+    job.checks.push_back(static_cast<int>(t));
+    files.inputs.push_back(trials_[t].inputs);
+  }
+  if (options_.timing) {
+    TimingPlan plan;
+    plan.sets = trials_.size() > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
+    plan.budget_ms = options_.budget_ms;
+    plan.cv_target = options_.cv_target;
+    plan.min_runs = options_.min_runs;
+    plan.max_runs = options_.max_runs;
+    job.timing = plan;
+  }
+  Limits limits = WorkerLimits();
+  verdict_.limits = LimitsToJson(limits);
+  Result<WorkerRun> run = [&] {
+    DeviceLock lock(LockName(backend_->name));
+    return RunWorker(runner_, job, files, limits);
+  }();
+  if (!run.ok()) return run.status();
+  Stage("run", t0);
+  verdict_.fingerprint["device"] = run->result.value("fingerprint", json::object());
+  bool ok = ProcessEnded(*run) && CheckTrials(*run) && CheckPrecision(*run) &&
+            (!options_.timing || CheckTiming(*run));
+  Cleanup(*run);
+  return ok;
+}
+
+Status Evaluation::SpeedOfLight() {
+  KF_ASSIGN_OR_RETURN(DevicePeaks peaks, GetDevicePeaks(backend_->name, options_.device, runner_));
+  const BoundProblem& b = trials_[0].bound;
+  double t_flops = peaks.fp32_gflops > 0 ? b.flops / (peaks.fp32_gflops * 1e9) : 0;
+  double t_bytes = peaks.bandwidth_gbs > 0 ? b.bytes / (peaks.bandwidth_gbs * 1e9) : 0;
+  verdict_.floor_ms = 1e3 * std::max(t_flops, t_bytes);
+  verdict_.fingerprint["peaks"] = {{"bandwidth_gbs", peaks.bandwidth_gbs}, {"fp32_gflops", peaks.fp32_gflops}};
+  if (!verdict_.timing || verdict_.timing->median_ms <= 0) return Status::Ok();
+  verdict_.sol_percent = 100 * verdict_.floor_ms / verdict_.timing->median_ms;
+  if (verdict_.timing->median_ms < options_.sol_slack * verdict_.floor_ms)
+    Finish(VerdictStatus::kSuspicious, "measured time is below the speed-of-light floor (" +
+                                           std::to_string(verdict_.timing->median_ms) + " ms < " +
+                                           std::to_string(verdict_.floor_ms) + " ms): impossible", "speed_of_light");
+  return Status::Ok();
+}
+
+Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std::string& backend,
+                                             const std::string& entry, const fs::path& program) {
+  Job job;
+  job.backend = backend;
+  job.device = backend == "cpp" ? 0 : options_.device;
+  job.entry = entry;
+  WorkerFiles files;
+  files.library = library;
+  files.program_source = program;
+  size_t n = std::min<size_t>(2, trials_.size());
+  for (size_t t = 0; t < n; ++t) {
+    job.sets.push_back(SetFor(trials_[t].bound, false));
+    files.inputs.push_back(trials_[t].inputs);
+  }
+  TimingPlan plan;
+  plan.sets = n > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
+  plan.budget_ms = options_.budget_ms;
+  plan.cv_target = options_.cv_target;
+  plan.min_runs = options_.min_runs;
+  plan.max_runs = options_.max_runs;
+  job.timing = plan;
+  Result<WorkerRun> run = [&] {
+    DeviceLock lock(LockName(backend));
+    return RunWorker(runner_, job, files, WorkerLimits());
+  }();
+  if (!run.ok()) return run.status();
+  Cleanup(*run);
+  if (!run->finished() || run->result.contains("error"))
+    return Status::Internal("baseline failed: " + run->process.Describe() + " " + run->result.value("error", json::object()).dump());
+  const json& tj = run->result["timing"];
+  return ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+}
+
+Status Evaluation::Baselines() {
+  auto t0 = std::chrono::steady_clock::now();
+  bool all_f32 = true;
+  for (const TensorDecl& t : problem_.inputs) all_f32 &= !IsFloating(t.dtype) || t.dtype == DType::kFloat32;
+  for (const TensorDecl& t : problem_.outputs) all_f32 &= !IsFloating(t.dtype) || t.dtype == DType::kFloat32;
+  if (all_f32) {
+    Result<TimingStats> ref = TimeBaseline(reference_library_, "cpp", "kf_reference_native", "");
+    if (ref.ok()) verdict_.baselines["reference"] = *ref;
+    else verdict_.warnings.push_back("reference baseline: " + ref.status().message());
+  }
+  auto seed = problem_.seeds.find(backend_->name);
+  if (seed != problem_.seeds.end()) {
+    KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, seed->second, CompileKind::kCandidate));
+    if (out.library == library_) {
+      verdict_.baselines["seed"] = *verdict_.timing;
+    } else if (out.ok) {
+      fs::path sib = seed->second;
+      sib.replace_extension(backend_->sibling_extension);
+      Result<TimingStats> st = TimeBaseline(out.library, backend_->name, backend_->entry,
+                                            backend_->sibling_program_source && fs::exists(sib) ? sib : fs::path());
+      if (st.ok()) verdict_.baselines["seed"] = *st;
+      else verdict_.warnings.push_back("seed baseline: " + st.status().message());
+    }
+  }
+  for (const auto& [name, t] : verdict_.baselines)
+    if (verdict_.timing->median_ms > 0) verdict_.speedups[name] = t.median_ms / verdict_.timing->median_ms;
+  Stage("baselines", t0);
+  return Status::Ok();
+}
+
+Result<Verdict> Evaluation::Run() {
+  backend_ = FindBackend(options_.backend);
+  if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
+  KF_ASSIGN_OR_RETURN(source_, ReadFile(candidate_));
+  verdict_.problem = problem_.name;
+  verdict_.backend = backend_->name;
+  verdict_.candidate = candidate_.string();
+  verdict_.candidate_hash = HashHex(source_);
+  verdict_.fingerprint["compiler"] = CompilerVersion(runner_);
+  verdict_.fingerprint["kforge"] = "0.1.0";
+  if (!StaticGate()) return verdict_;
+  KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
+  if (!compiled) return verdict_;
+  KF_RETURN_IF_ERROR(PrepareTrials());
+  KF_RETURN_IF_ERROR(ComputeReference());
+  KF_ASSIGN_OR_RETURN(bool passed, RunCandidate());
+  if (!passed || !options_.timing) {
+    if (passed) Finish(VerdictStatus::kCorrect, "correct (not timed)");
+    return verdict_;
+  }
+  Finish(VerdictStatus::kCorrect, "");
+  KF_RETURN_IF_ERROR(SpeedOfLight());
+  if (verdict_.status != VerdictStatus::kCorrect) return verdict_;
+  if (options_.baselines) KF_RETURN_IF_ERROR(Baselines());
+  verdict_.message = "passed " + std::to_string(trials_.size()) + " trials";
+  return verdict_;
+}
+
+}  // namespace
+
+Result<Verdict> Evaluate(const Problem& problem, const fs::path& candidate, const EvalOptions& options,
+                         ProcessRunner& runner) {
+  Evaluation e(problem, candidate, options, runner);
+  return e.Run();
+}
+
+}  // namespace kforge

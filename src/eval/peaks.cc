@@ -1,0 +1,78 @@
+// Device peaks for the speed-of-light gate, measured by kforge-worker and cached per device
+// fingerprint in <cache>/peaks/.
+#include "base/files.h"
+#include "eval/worker_client.h"
+#include "kforge/eval.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+Result<json> Probe(const std::string& backend, ProcessRunner& runner) {
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("probe"));
+  ProcessSpec spec;
+  spec.argv = {WorkerPath().string(), "probe", backend};
+  spec.cwd = dir;
+  const char* path = std::getenv("PATH");
+  spec.env = {{"PATH", path ? path : "/usr/bin:/bin"}, {"HOME", dir.string()}};
+  for (const char* name : {"LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES"})
+    if (const char* v = std::getenv(name)) spec.env[name] = v;
+  spec.limits.wall_seconds = 60;
+  spec.limits.address_space_bytes = 0;
+  ProcessResult r = runner.Run(spec);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  json j = json::parse(r.out, nullptr, false);
+  if (!r.Succeeded() || j.is_discarded())
+    return Status::Unavailable("probing backend " + backend + " failed: " + r.Describe() + "\n" + TailLines(r.err, 10, 2000));
+  return j;
+}
+
+}  // namespace
+
+Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner) {
+  KF_ASSIGN_OR_RETURN(json probe, Probe(backend, runner));
+  if (probe.contains("error")) return Status::Unavailable(probe["error"].get<std::string>());
+  json fp = probe.value("fingerprint", json::object());
+  KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
+  fs::create_directories(cache / "peaks");
+  fs::path file = cache / "peaks" / (backend + "-" + std::to_string(device) + "-" + Hash128Hex(fp.dump()) + ".json");
+  DevicePeaks p;
+  p.fingerprint = fp;
+  Result<std::string> text = ReadFile(file);
+  if (text.ok()) {
+    json j = json::parse(*text, nullptr, false);
+    if (!j.is_discarded()) {
+      p.bandwidth_gbs = j.value("bandwidth_gbs", 0.0);
+      p.fp32_gflops = j.value("fp32_gflops", 0.0);
+      p.cached = true;
+      return p;
+    }
+  }
+  Job job;
+  job.backend = backend;
+  job.device = device;
+  job.peaks = true;
+  Limits limits;
+  limits.wall_seconds = 300;
+  limits.address_space_bytes = 0;
+  Result<WorkerRun> run = [&] {
+    DeviceLock lock(backend == "cpp" ? "cpu" : backend + "-" + std::to_string(device));
+    return RunWorker(runner, job, WorkerFiles{}, limits);
+  }();
+  if (!run.ok()) return run.status();
+  Cleanup(*run);
+  if (!run->result.contains("peaks"))
+    return Status::Unavailable("measuring peaks failed: " + run->process.Describe() + " " + run->result.value("error", json::object()).dump());
+  json pk = run->result["peaks"];
+  p.bandwidth_gbs = pk.value("bandwidth_gbs", 0.0);
+  p.fp32_gflops = pk.value("fp32_gflops", 0.0);
+  pk["fingerprint"] = fp;
+  KF_RETURN_IF_ERROR(WriteFileAtomic(file, pk.dump(1)));
+  return p;
+}
+
+}  // namespace kforge

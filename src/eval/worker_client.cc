@@ -1,0 +1,115 @@
+#include "eval/worker_client.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/files.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, std::string> WorkerEnv(const fs::path& dir) {
+  std::map<std::string, std::string> env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES",
+                           "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  Result<fs::path> cache = CacheDir();
+  if (cache.ok()) {
+    fs::path pocl = *cache / "pocl";
+    std::error_code ec;
+    fs::create_directories(pocl, ec);
+    if (geteuid() == 0) (void)!chown(pocl.c_str(), 65534, 65534);  // the sandbox user writes it
+    env["POCL_CACHE_DIR"] = pocl.string();
+    env["POCL_KERNEL_CACHE"] = "1";
+  }
+  return env;
+}
+
+std::string LastStage(const std::string& err) {
+  const std::string tag = "kforge-worker: ";
+  size_t pos = err.rfind(tag);
+  if (pos == std::string::npos) return "start";
+  size_t end = err.find('\n', pos);
+  return err.substr(pos + tag.size(), end == std::string::npos ? std::string::npos : end - pos - tag.size());
+}
+
+Status CopyIn(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) return Status::IoError("cannot copy " + from.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> WorkerRun::ReadOutput(const std::string& file) const { return ReadFile(dir / file); }
+
+fs::path WorkerPath() {
+  const char* env = std::getenv("KFORGE_WORKER");
+  if (env && *env) return env;
+  return ExecutableDir() / "kforge-worker";
+}
+
+Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files, const Limits& limits) {
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("job"));
+  if (!files.library.empty()) {
+    KF_RETURN_IF_ERROR(CopyIn(files.library, dir / "candidate.so"));
+    job.library = "candidate.so";
+  }
+  if (!files.program_source.empty()) {
+    KF_RETURN_IF_ERROR(CopyIn(files.program_source, dir / "program.cl"));
+    job.program_source_file = "program.cl";
+  }
+  for (size_t s = 0; s < files.inputs.size() && s < job.sets.size(); ++s) {
+    for (size_t k = 0; k < files.inputs[s].size(); ++k) {
+      const HostTensor& t = files.inputs[s][k];
+      std::string name = "in_" + std::to_string(s) + "_" + t.shape.name + ".bin";
+      KF_RETURN_IF_ERROR(WriteFile(dir / name, t.bytes.data(), t.bytes.size()));
+      job.sets[s].inputs[k].file = name;
+    }
+  }
+  KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", JobToJson(job).dump(1)));
+  ProcessSpec spec;
+  spec.argv = {WorkerPath().string(), "run", dir.string()};
+  spec.cwd = dir;
+  spec.env = WorkerEnv(dir);
+  spec.limits = limits;
+  WorkerRun run;
+  run.dir = dir;
+  run.process = runner.Run(spec);
+  run.last_stage = LastStage(run.process.err);
+  Result<std::string> text = ReadFile(dir / "result.json");
+  if (text.ok()) {
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_discarded()) run.result = j;
+  }
+  return run;
+}
+
+void Cleanup(const WorkerRun& run) {
+  if (std::getenv("KFORGE_KEEP_TEMP")) return;
+  std::error_code ec;
+  fs::remove_all(run.dir, ec);
+}
+
+DeviceLock::DeviceLock(const std::string& name) {
+  Result<fs::path> cache = CacheDir();
+  if (!cache.ok()) return;
+  fs::create_directories(*cache / "locks");
+  fs::path p = *cache / "locks" / (name + ".lock");
+  fd_ = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ >= 0) flock(fd_, LOCK_EX);
+}
+
+DeviceLock::~DeviceLock() {
+  if (fd_ >= 0) close(fd_);
+}
+
+}  // namespace kforge

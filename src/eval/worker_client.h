@@ -1,0 +1,61 @@
+// The orchestrator's side of the worker protocol: prepares a job folder, runs kforge-worker
+// in the sandbox and reads back what it wrote. A worker crash is data (WorkerRun.process),
+// not an error Status.
+#ifndef KFORGE_EVAL_WORKER_CLIENT_H_
+#define KFORGE_EVAL_WORKER_CLIENT_H_
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/subprocess.h"
+#include "eval/inputs.h"
+#include "worker/protocol.h"
+
+namespace kforge {
+
+struct WorkerRun {
+  ProcessResult process;
+  nlohmann::json result = nlohmann::json::object();  // result.json, possibly partial
+  std::filesystem::path dir;                          // the job folder; removed by ~WorkerRun? no: by Cleanup
+  std::string last_stage;                             // from the worker's stderr progress lines
+  bool finished() const { return result.value("done", false); }
+  Result<std::string> ReadOutput(const std::string& file) const;
+};
+
+struct WorkerFiles {
+  std::filesystem::path library;         // copied in as candidate.so
+  std::filesystem::path program_source;  // copied in as program.cl, may be empty
+  // Input tensors per set; written as in_<set>_<name>.bin and named in the job.
+  std::vector<std::vector<HostTensor>> inputs;
+};
+
+// Fills in job.sets[*].inputs[*].file, job.library and job.program_source_file, writes the
+// folder and runs the worker. `limits` apply to the worker process.
+Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files,
+                            const Limits& limits);
+
+// Removes the job folder unless KFORGE_KEEP_TEMP is set.
+void Cleanup(const WorkerRun& run);
+
+// Path of kforge-worker: $KFORGE_WORKER, else beside the running executable.
+std::filesystem::path WorkerPath();
+
+// Holds an exclusive lock on a device for timing (flock on <cache>/locks/<name>.lock);
+// released when destroyed.
+class DeviceLock {
+ public:
+  explicit DeviceLock(const std::string& name);
+  ~DeviceLock();
+  DeviceLock(const DeviceLock&) = delete;
+  DeviceLock& operator=(const DeviceLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_EVAL_WORKER_CLIENT_H_

@@ -1,0 +1,1 @@
+// Test fixture: only its existence matters.

@@ -1,0 +1,129 @@
+#include "worker/protocol.h"
+
+#include <cstring>
+
+namespace kforge {
+
+using nlohmann::json;
+
+namespace {
+
+json TensorToJson(const TensorFile& t) {
+  return {{"name", t.shape.name}, {"dtype", DTypeName(t.shape.dtype)},
+          {"dims", t.shape.dims}, {"file", t.file}};
+}
+
+Result<TensorFile> TensorFromJson(const json& j) {
+  TensorFile t;
+  t.shape.name = j.at("name").get<std::string>();
+  KF_ASSIGN_OR_RETURN(t.shape.dtype, ParseDType(j.at("dtype").get<std::string>()));
+  t.shape.dims = j.at("dims").get<std::vector<int64_t>>();
+  t.file = j.value("file", "");
+  return t;
+}
+
+json SetToJson(const InputSet& s) {
+  json attrs = json::array(), ins = json::array(), outs = json::array();
+  for (const LaunchAttr& a : s.attrs) attrs.push_back({{"name", a.name}, {"i", a.i}, {"f", a.f}});
+  for (const TensorFile& t : s.inputs) ins.push_back(TensorToJson(t));
+  for (const TensorFile& t : s.outputs) outs.push_back(TensorToJson(t));
+  return {{"attrs", attrs}, {"inputs", ins}, {"outputs", outs}};
+}
+
+Result<InputSet> SetFromJson(const json& j) {
+  InputSet s;
+  for (const json& a : j.at("attrs"))
+    s.attrs.push_back({a.at("name").get<std::string>(), a.at("i").get<int64_t>(), a.at("f").get<double>()});
+  for (const json& t : j.at("inputs")) {
+    KF_ASSIGN_OR_RETURN(TensorFile f, TensorFromJson(t));
+    s.inputs.push_back(std::move(f));
+  }
+  for (const json& t : j.at("outputs")) {
+    KF_ASSIGN_OR_RETURN(TensorFile f, TensorFromJson(t));
+    s.outputs.push_back(std::move(f));
+  }
+  return s;
+}
+
+}  // namespace
+
+json JobToJson(const Job& job) {
+  json sets = json::array();
+  for (const InputSet& s : job.sets) sets.push_back(SetToJson(s));
+  json j = {{"backend", job.backend}, {"device", job.device}, {"library", job.library},
+            {"entry", job.entry}, {"program_source_file", job.program_source_file},
+            {"sets", sets}, {"checks", job.checks}, {"check_twice", job.check_twice}, {"peaks", job.peaks}};
+  if (job.timing) {
+    const TimingPlan& t = *job.timing;
+    j["timing"] = {{"sets", t.sets}, {"warmup_runs", t.warmup_runs}, {"warmup_ms", t.warmup_ms},
+                   {"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"budget_ms", t.budget_ms},
+                   {"cv_target", t.cv_target}, {"flush", t.flush}};
+  }
+  return j;
+}
+
+Result<Job> JobFromJson(const json& j) {
+  try {
+    Job job;
+    job.backend = j.at("backend").get<std::string>();
+    job.device = j.value("device", 0);
+    job.library = j.value("library", "");
+    job.entry = j.value("entry", "");
+    job.program_source_file = j.value("program_source_file", "");
+    job.peaks = j.value("peaks", false);
+    for (const json& s : j.value("sets", json::array())) {
+      KF_ASSIGN_OR_RETURN(InputSet set, SetFromJson(s));
+      job.sets.push_back(std::move(set));
+    }
+    job.checks = j.value("checks", std::vector<int>{});
+    job.check_twice = j.value("check_twice", true);
+    if (j.contains("timing")) {
+      const json& t = j["timing"];
+      TimingPlan p;
+      p.sets = t.at("sets").get<std::vector<int>>();
+      p.warmup_runs = t.value("warmup_runs", p.warmup_runs);
+      p.warmup_ms = t.value("warmup_ms", p.warmup_ms);
+      p.min_runs = t.value("min_runs", p.min_runs);
+      p.max_runs = t.value("max_runs", p.max_runs);
+      p.budget_ms = t.value("budget_ms", p.budget_ms);
+      p.cv_target = t.value("cv_target", p.cv_target);
+      p.flush = t.value("flush", p.flush);
+      job.timing = p;
+    }
+    for (int s : job.checks)
+      if (s < 0 || s >= static_cast<int>(job.sets.size())) return Status::InvalidArgument("check set out of range");
+    if (job.timing)
+      for (int s : job.timing->sets)
+        if (s < 0 || s >= static_cast<int>(job.sets.size())) return Status::InvalidArgument("timing set out of range");
+    return job;
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("malformed job: ") + e.what());
+  }
+}
+
+std::string CheckOutputFile(int set, char poison, const std::string& tensor) {
+  return "out_" + std::to_string(set) + "_" + poison + "_" + tensor + ".bin";
+}
+
+std::string TimedOutputFile(const std::string& tensor) { return "out_timed_" + tensor + ".bin"; }
+
+size_t PoisonPattern(DType t, int which, unsigned char out[8]) {
+  // Quiet NaNs with distinct payloads and signs; integer sentinels unlikely as results.
+  static const uint32_t kF32[2] = {0x7fc0dead, 0xffc0beef};
+  static const uint64_t kF64[2] = {0x7ff80000dead0001ull, 0xfff80000beef0002ull};
+  static const uint16_t kF16[2] = {0x7e01, 0xfe02};
+  static const uint16_t kBF16[2] = {0x7fc1, 0xffc2};
+  static const int32_t kI32[2] = {-0x7ead1234, 0x5eed5eed};
+  static const int64_t kI64[2] = {-0x7ead12345678ll, 0x5eed5eed5eedll};
+  switch (t) {
+    case DType::kFloat32: std::memcpy(out, &kF32[which], 4); return 4;
+    case DType::kFloat64: std::memcpy(out, &kF64[which], 8); return 8;
+    case DType::kFloat16: std::memcpy(out, &kF16[which], 2); return 2;
+    case DType::kBFloat16: std::memcpy(out, &kBF16[which], 2); return 2;
+    case DType::kInt32: std::memcpy(out, &kI32[which], 4); return 4;
+    case DType::kInt64: std::memcpy(out, &kI64[which], 8); return 8;
+  }
+  return 0;
+}
+
+}  // namespace kforge

@@ -1,0 +1,72 @@
+// The orchestrator <-> kforge-worker protocol (docs/worker-protocol.md).
+//
+// The orchestrator writes job.json and the input tensors (raw little-endian bytes) into the
+// worker's private directory and starts `kforge-worker run job.json` in the sandbox. The worker
+// writes result.json (replaced atomically after every step, so a crash keeps what was done) and
+// output tensors as raw files beside it. Everything the worker reports about correctness is
+// raw data; the orchestrator draws the conclusions.
+#ifndef KFORGE_WORKER_PROTOCOL_H_
+#define KFORGE_WORKER_PROTOCOL_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/device.h"
+#include "kforge/status.h"
+#include "kforge/tensor.h"
+
+namespace kforge {
+
+struct TensorFile {
+  TensorShape shape;
+  std::string file;  // relative to the job folder; inputs only
+};
+
+// One set of inputs with its own sizes, buffers and outputs.
+struct InputSet {
+  std::vector<LaunchAttr> attrs;
+  std::vector<TensorFile> inputs;
+  std::vector<TensorFile> outputs;
+};
+
+struct TimingPlan {
+  std::vector<int> sets;   // rotated over, one set per timed run (at least two for fresh inputs)
+  int warmup_runs = 3;
+  double warmup_ms = 30;
+  int min_runs = 10;
+  int max_runs = 300;
+  double budget_ms = 2000;  // stop after this once min_runs are done
+  double cv_target = 0.02;
+  bool flush = true;        // flush the last-level cache before every timed run
+};
+
+struct Job {
+  std::string backend;
+  int device = 0;
+  std::string library;              // relative to the job folder
+  std::string entry;
+  std::string program_source_file;  // relative; may be empty
+  std::vector<InputSet> sets;
+  std::vector<int> checks;          // sets to run and return outputs of
+  bool check_twice = true;          // run each check set with both poisons (determinism)
+  std::optional<TimingPlan> timing;
+  bool peaks = false;               // only measure device peaks
+};
+
+nlohmann::json JobToJson(const Job& job);
+Result<Job> JobFromJson(const nlohmann::json& j);
+
+// Output file names the worker writes.
+std::string CheckOutputFile(int set, char poison, const std::string& tensor);
+std::string TimedOutputFile(const std::string& tensor);
+
+// Poison patterns per dtype: NaNs with distinct payloads for floats, sentinels for integers.
+// `which` is 0 or 1. Returns the pattern size in bytes.
+size_t PoisonPattern(DType t, int which, unsigned char out[8]);
+
+}  // namespace kforge
+
+#endif  // KFORGE_WORKER_PROTOCOL_H_
