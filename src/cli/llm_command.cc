@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <sstream>
 
 #include "kforge/llm/config.h"
 #include "kforge/llm/llm.h"
+#include "kforge/llm/secrets.h"
 #include "llm/embedded_data.h"
 
 namespace kforge {
@@ -43,8 +45,10 @@ std::string Money(double usd) {
   return text;
 }
 
+// Writes the report; a key echoed by the server in any field is redacted.
 void PrintReport(const std::string& client, const llm::ChatResponse& response,
-                 std::ostream& out) {
+                 std::ostream& final_out) {
+  std::ostringstream out;
   std::string reply = response.text;
   for (char& c : reply) {
     if (c == '\n' || c == '\r') c = ' ';
@@ -66,6 +70,7 @@ void PrintReport(const std::string& client, const llm::ChatResponse& response,
                               "docs/llm.md)")
       << "\n";
   out << "request id " << (response.request_id.empty() ? "(none)" : response.request_id) << "\n";
+  final_out << llm::Redact(out.str());
 }
 
 }  // namespace

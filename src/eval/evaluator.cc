@@ -234,6 +234,14 @@ bool Evaluation::ProcessEnded(const WorkerRun& run) {
 }
 
 bool Evaluation::CheckTrials(const WorkerRun& run) {
+  // Threads may appear on the first call (an OpenMP pool); any growth after that is work
+  // that outlives the call.
+  int first = run.result.value("threads_after_first_run", 0), after = run.result.value("threads_after_checks", 0);
+  if (after > first) {
+    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(first) + " to " + std::to_string(after) +
+                                           " over the check runs: the candidate leaves threads behind", "threads");
+    return false;
+  }
   const json& checks = run.result["checks"];
   for (size_t t = 0; t < trials_.size(); ++t) {
     const Trial& trial = trials_[t];
@@ -242,7 +250,10 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
                {"sizes", trial.bound.sizes}, {"outputs", json::object()}};
     bool pass = true;
     std::string why;
-    if (check["input_hashes_after"] != check["input_hashes_before"]) {
+    if (check.contains("overrun")) {
+      pass = false;
+      why = "the candidate " + check["overrun"].get<std::string>();
+    } else if (check["input_hashes_after"] != check["input_hashes_before"]) {
       pass = false;
       why = "the candidate modified its inputs (checksums differ after the run)";
     }
@@ -351,8 +362,11 @@ Result<bool> Evaluation::RunCandidate() {
   if (!run.ok()) return run.status();
   Stage("run", t0);
   verdict_.fingerprint["device"] = run->result.value("fingerprint", json::object());
-  bool ok = ProcessEnded(*run) && CheckTrials(*run) && CheckPrecision(*run) &&
-            (!options_.timing || CheckTiming(*run));
+  // When every check finished, judge them first: a wrong or cheating result says more than a
+  // crash that came after it.
+  bool checks_done = run->result.contains("checks") && run->result["checks"].size() == trials_.size();
+  bool ok = checks_done ? CheckTrials(*run) && ProcessEnded(*run) : ProcessEnded(*run) && CheckTrials(*run);
+  ok = ok && CheckPrecision(*run) && (!options_.timing || CheckTiming(*run));
   Cleanup(*run);
   return ok;
 }

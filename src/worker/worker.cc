@@ -38,6 +38,12 @@ int CountThreads() {
   return n;
 }
 
+// Bytes after each output buffer, filled with a canary and checked after every check run:
+// a candidate that writes past the end of an output (a hard-coded size, a vector tail) is
+// caught even when the write lands in memory it could legally touch.
+constexpr size_t kGuardBytes = 4096;
+constexpr unsigned char kCanary = 0xC5;
+
 void Stage(const std::string& what) { std::fprintf(stderr, "kforge-worker: %s\n", what.c_str()); }
 
 struct SetBuffers {
@@ -62,6 +68,7 @@ class JobRunner {
   LaunchArgs Args(int set) const;
   Status Poison(int set, int which);
   Result<std::vector<std::string>> HashInputs(int set);
+  Result<std::string> CheckGuards(int set);
   Status DownloadOutputs(int set, const std::function<std::string(const std::string&)>& name);
   Status RunChecks();
   Status RunTiming();
@@ -87,7 +94,8 @@ Status JobRunner::Upload(int set) {
     b.input_hashes.push_back(HashHex(bytes.data(), bytes.size()));
   }
   for (const TensorFile& t : in.outputs) {
-    KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(t.shape.bytes()));
+    KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(t.shape.bytes() + kGuardBytes));
+    KF_RETURN_IF_ERROR(device_->Fill(id, &kCanary, 1, t.shape.bytes() + kGuardBytes));
     b.outputs.push_back({t.shape, id});
   }
   KF_ASSIGN_OR_RETURN(b.scratch_bytes, device_->ScratchBytes(Args(set)));
@@ -132,6 +140,17 @@ Result<std::vector<std::string>> JobRunner::HashInputs(int set) {
   return hashes;
 }
 
+Result<std::string> JobRunner::CheckGuards(int set) {
+  for (const LaunchTensor& t : sets_[set].outputs) {
+    std::string bytes(t.shape.bytes() + kGuardBytes, '\0');
+    KF_RETURN_IF_ERROR(device_->Read(t.buffer, bytes.data(), bytes.size()));
+    for (size_t k = t.shape.bytes(); k < bytes.size(); ++k)
+      if (static_cast<unsigned char>(bytes[k]) != kCanary)
+        return "wrote past the end of output '" + t.shape.name + "' (byte " + std::to_string(k - t.shape.bytes()) + " after it)";
+  }
+  return std::string();
+}
+
 Status JobRunner::DownloadOutputs(int set,
                                   const std::function<std::string(const std::string&)>& name) {
   for (const LaunchTensor& t : sets_[set].outputs) {
@@ -153,12 +172,16 @@ Status JobRunner::RunChecks() {
       Result<LaunchTiming> t = device_->Launch(Args(set));
       if (!t.ok()) return Fail("check set " + std::to_string(set), t.status().message());
       check[std::string("ms_") + tag] = t->device_ms;
+      if (!result_.contains("threads_after_first_run")) result_["threads_after_first_run"] = CountThreads();
+      KF_ASSIGN_OR_RETURN(std::string overrun, CheckGuards(set));
+      if (!overrun.empty()) check["overrun"] = overrun;
       KF_RETURN_IF_ERROR(DownloadOutputs(set, [&](const std::string& n) { return CheckOutputFile(set, tag, n); }));
     }
     KF_ASSIGN_OR_RETURN(std::vector<std::string> hashes, HashInputs(set));
     check["input_hashes_before"] = sets_[set].input_hashes;
     check["input_hashes_after"] = hashes;
     result_["checks"].push_back(check);
+    result_["threads_after_checks"] = CountThreads();
     KF_RETURN_IF_ERROR(Save());
   }
   return Status::Ok();

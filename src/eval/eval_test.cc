@@ -1,0 +1,222 @@
+// Specifications of the evaluation gates (EVALUATION.md), run end to end through the sandboxed
+// worker with the fixture problems in testdata/ and the deliberately broken candidates in
+// testdata/bad/.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "kforge/eval.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kData = KFORGE_EVAL_TESTDATA;
+
+class EvalTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // A private cache, traversable by the sandbox user.
+    static std::string dir = MakeTempDir("evaltest-cache").value().string();
+    chmod(dir.c_str(), 0755);
+    setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
+    setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
+  }
+
+  Verdict Eval(const std::string& problem, const fs::path& candidate, const std::string& backend = "cpp") {
+    Result<Problem> p = LoadProblem(kData / problem / "problem.toml");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    EvalOptions o;
+    o.backend = backend;
+    o.budget_ms = 30;
+    o.min_runs = 3;
+    o.max_runs = 20;
+    o.timeout_seconds = 20;
+    o.memory_bytes = 2ull << 30;
+    o.baselines = baselines_;
+    Result<Verdict> v = Evaluate(*p, candidate, o, *runner_);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Verdict{};
+  }
+  Verdict Bad(const std::string& name) { return Eval("scale", kData / "bad" / (name + ".cc")); }
+
+  std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
+  bool baselines_ = false;
+};
+
+TEST_F(EvalTest, GivenACorrectCandidateItIsJudgedCorrectAndTimed) {
+  baselines_ = true;
+  Verdict v = Eval("scale", kData / "scale" / "good.cc");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  ASSERT_TRUE(v.timing.has_value());
+  EXPECT_GE(v.timing->runs, 3);
+  EXPECT_GT(v.timing->median_ms, 0);
+  EXPECT_GT(v.floor_ms, 0);
+  EXPECT_GT(v.sol_percent, 0);
+  EXPECT_EQ(v.trials.size(), 7u);  // 5 seeds + 2 at the hidden size
+  EXPECT_TRUE(v.baselines.count("reference"));
+  EXPECT_TRUE(v.speedups.count("seed"));
+  nlohmann::json j = v.ToJson();
+  EXPECT_EQ(j["status"], "correct");
+  EXPECT_TRUE(j["fingerprint"]["device"].contains("name"));
+  EXPECT_TRUE(j["limits"].contains("wall_seconds"));
+}
+
+TEST_F(EvalTest, GivenAnOffByOneTheUnwrittenElementFails) {
+  Verdict v = Bad("off_by_one");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+  EXPECT_NE(v.message.find("poison"), std::string::npos) << v.message;
+  const auto& first = v.trials.back()["outputs"]["y"]["first_mismatches"];
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first[0]["index"], 4095);
+}
+
+TEST_F(EvalTest, GivenAnUnwrittenTailTheHiddenSizeCatchesIt) {
+  Verdict v = Bad("unwritten_tail");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+  EXPECT_NE(v.message.find("hidden size"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenAHardCodedSizeTheOverrunIsCaught) {
+  Verdict v = Bad("overfit");
+  EXPECT_NE(v.status, VerdictStatus::kCorrect);
+  EXPECT_NE(v.message.find("past the end"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenAMutatedInputItFails) {
+  Verdict v = Bad("mutates_input");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+  EXPECT_NE(v.message.find("modified its inputs"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenAllZerosOnANormalProblemItFails) {
+  EXPECT_EQ(Bad("all_zero").status, VerdictStatus::kWrongOutput);
+}
+
+TEST_F(EvalTest, GivenAllZerosOnATinyProblemTheRmsCheckCatchesItAndTheProblemIsFlagged) {
+  Verdict v = Eval("tiny", kData / "bad" / "all_zero.cc");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+  EXPECT_NE(v.message.find("RMS"), std::string::npos) << v.message;
+  ASSERT_FALSE(v.warnings.empty());
+  EXPECT_NE(v.warnings[0].find("degenerate"), std::string::npos);
+}
+
+TEST_F(EvalTest, GivenReadsPastTheEndItFails) {
+  EXPECT_NE(Bad("reads_past_end").status, VerdictStatus::kCorrect);
+}
+
+TEST_F(EvalTest, GivenANondeterministicResultItFails) {
+  Verdict v = Bad("nondeterministic");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+  EXPECT_NE(v.message.find("differs between two runs"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenReadsOfUninitialisedScratchTheTwoPoisonsDisagree) {
+  Verdict v = Bad("reads_scratch");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+}
+
+TEST_F(EvalTest, GivenAResultCacheKeyedByPointerThePoisonedRerunExposesIt) {
+  Verdict v = Bad("result_cache");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
+}
+
+TEST_F(EvalTest, GivenACrashItIsARuntimeErrorWithTheSignal) {
+  Verdict v = Bad("crash");
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError);
+  EXPECT_NE(v.message.find("SIGSEGV"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("check set 0"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenAHangItTimesOut) {
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  EvalOptions o;
+  o.timeout_seconds = 2;
+  o.baselines = false;
+  auto t0 = std::chrono::steady_clock::now();
+  Result<Verdict> v = Evaluate(*p, kData / "bad" / "hang.cc", o, *runner_);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->status, VerdictStatus::kTimeout);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
+}
+
+TEST_F(EvalTest, GivenAnOomItIsARuntimeError) {
+  EXPECT_EQ(Bad("oom").status, VerdictStatus::kRuntimeError);
+}
+
+TEST_F(EvalTest, GivenAForkBombItIsContained) {
+  Verdict v = Bad("fork_bomb");
+  EXPECT_NE(v.status, VerdictStatus::kCorrect);
+}
+
+TEST_F(EvalTest, GivenAGigabyteOfStdoutItIsCutOff) {
+  Verdict v = Bad("stdout_flood");
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError);
+  EXPECT_NE(v.message.find("flood"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenStdThreadTheStaticCheckRefusesIt) {
+  Verdict v = Bad("uses_thread");
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious);
+  EXPECT_EQ(v.gate, "static");
+}
+
+TEST_F(EvalTest, GivenAHiddenBackgroundThreadTheThreadCountCatchesIt) {
+  Verdict v = Bad("background_thread");
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+  EXPECT_EQ(v.gate, "threads");
+}
+
+TEST_F(EvalTest, GivenNoEntryPointItSaysWhatToExport) {
+  Verdict v = Bad("no_entry");
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError);
+  EXPECT_NE(v.message.find("kf_run"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenAnErrorReturnTheCandidatesMessageIsKept) {
+  Verdict v = Bad("returns_error");
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError);
+  EXPECT_NE(v.message.find("unsupported size"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenACompileErrorTheLogNamesTheLine) {
+  Verdict v = Bad("compile_error");
+  EXPECT_EQ(v.status, VerdictStatus::kCompileError);
+  EXPECT_NE(v.compiler_output.find("candidate.cc:3"), std::string::npos) << v.compiler_output;
+}
+
+TEST_F(EvalTest, GivenATimeBelowTheRooflineFloorItIsSuspicious) {
+  Verdict v = Eval("impossible", kData / "impossible" / "good.cc");
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious);
+  EXPECT_EQ(v.gate, "speed_of_light");
+}
+
+TEST_F(EvalTest, GivenAMissingCandidateFileItIsAnError) {
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  Result<Verdict> v = Evaluate(*p, kData / "bad" / "does_not_exist.cc", EvalOptions{}, *runner_);
+  EXPECT_FALSE(v.ok());
+}
+
+TEST_F(EvalTest, GivenAnOpenClCandidateItIsJudgedCorrect) {
+  Verdict v = Eval("scale", kData / "scale" / "good_opencl.cpp", "opencl");
+  if (v.status == VerdictStatus::kRuntimeError && v.message.find("open device") != std::string::npos)
+    GTEST_SKIP() << "no OpenCL device here: " << v.message;
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_TRUE(v.precision.contains("build_options"));
+}
+
+TEST_F(EvalTest, GivenFastMathOpenClOptionsOnAStrictProblemItIsSuspicious) {
+  Verdict v = Eval("scale", kData / "bad" / "fast_math_opencl.cpp", "opencl");
+  if (v.status == VerdictStatus::kRuntimeError && v.message.find("open device") != std::string::npos)
+    GTEST_SKIP() << "no OpenCL device here: " << v.message;
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+  EXPECT_EQ(v.gate, "precision");
+}
+
+}  // namespace
+}  // namespace kforge
