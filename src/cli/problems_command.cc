@@ -26,7 +26,8 @@ void AddProblemsCommand(CLI::App& app, int* exit_code) {
       std::string sizes, seeds;
       for (const SizeParam& s : p->sizes) sizes += (sizes.empty() ? "" : " ") + s.name + "=" + std::to_string(s.value);
       for (const auto& [backend, path] : p->seeds) seeds += (seeds.empty() ? "" : ",") + backend;
-      std::string desc = p->description.substr(0, p->description.find('.') + 1);
+      std::string desc = p->description.substr(0, p->description.find(". ") + 1);
+      if (desc.size() > 70) desc = desc.substr(0, 67) + "...";
       fmt::print("{:<28} {:<26} {:>10.1f} {:>10.2f}  {:<12} {}\n", p->name, sizes, b.ok() ? b->flops / 1e6 : 0.0,
                  b.ok() ? b->bytes / 1e6 : 0.0, seeds, desc);
     }
