@@ -38,6 +38,10 @@ struct EvalOptions {
   double timeout_seconds = 120;          // wall clock per worker run
   uint64_t memory_bytes = 8ull << 30;    // address-space limit of the worker
   double sol_slack = 0.8;                // measured < slack * floor is "suspicious"
+  // Advisory reports (docs/profiling.md); they never change the status.
+  bool profile = false;                  // Nsight Compute metrics of one call -> verdict.profile
+  bool sanitize = false;                 // compute-sanitizer memcheck of one call -> verdict.sanitizer
+  bool racecheck = false;                // with sanitize: racecheck too
 };
 
 // Judges `candidate` (a source file for options.backend) on `problem`. The Verdict carries
@@ -53,7 +57,9 @@ struct DevicePeaks {
   bool cached = false;
   nlohmann::json fingerprint;
 };
-Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner);
+// `remeasure` ignores (and replaces) the cached values.
+Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
+                                   bool remeasure = false);
 
 }  // namespace kforge
 

@@ -43,6 +43,7 @@ struct Verdict {
   std::vector<std::string> warnings;
   nlohmann::json trials = nlohmann::json::array();  // per trial: sizes, seed, magnitude, per-output comparison
   std::optional<TimingStats> timing;
+  double flops = 0, bytes = 0;     // the problem's cost at the timed size
   double floor_ms = 0;             // speed-of-light time for this size
   double sol_percent = 0;          // floor / median
   std::map<std::string, TimingStats> baselines;  // "reference", "seed"
@@ -51,6 +52,9 @@ struct Verdict {
   nlohmann::json limits = nlohmann::json::object();
   nlohmann::json fingerprint = nlohmann::json::object();
   nlohmann::json stages = nlohmann::json::object();  // seconds spent per stage
+  nlohmann::json resources = nlohmann::json::object();  // per-kernel registers, spills, smem (cuda)
+  nlohmann::json profile = nlohmann::json::object();    // --profile: ncu metrics (advisory)
+  nlohmann::json sanitizer = nlohmann::json::object();  // --sanitize: compute-sanitizer (advisory)
 
   bool correct() const { return status == VerdictStatus::kCorrect; }
   nlohmann::json ToJson() const;

@@ -1,6 +1,8 @@
 #include "backend/registry.h"
 
 #include "backend/cpp/cpp_device.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/ptxas_report.h"
 #include "backend/opencl/opencl_device.h"
 
 namespace kforge {
@@ -40,6 +42,45 @@ std::vector<DenyRule> OpenClRules() {
   return r;
 }
 
+// CUDA candidates: the host rules, plus everything that escapes args->stream or the timer,
+// allocates behind kforge's back, calls vendor libraries, or loosens precision.
+std::vector<DenyRule> CudaRules() {
+  std::vector<DenyRule> r = HostRules();
+  r.push_back({R"(\b(cudaStreamCreate\w*|cuStreamCreate\w*|cudaStreamPerThread|cudaStreamLegacy|cudaStreamDestroy)\b)",
+               "creates or names its own streams (launch on args->stream)"});
+  r.push_back({R"(\b(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaThreadSynchronize|cuCtxSynchronize)\b)",
+               "synchronises the device itself (kforge synchronises after the call)"});
+  r.push_back({R"(\b(cudaEvent\w+|cuEvent\w+|clock64|clock|globaltimer\w*|__nanosleep)\b|%globaltimer|%clock)",
+               "reads GPU clocks or timers (events, clock64, %globaltimer)"});
+  r.push_back({R"(\b(cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|cudaCtx\w*|cuCtx\w*|cudaSetDevice|cudaDeviceReset|cudaStreamSetAttribute|cuStreamSetAttribute|cudaSetDeviceFlags)\b)",
+               "changes device, context or stream settings (limits, persisting L2, access windows)"});
+  r.push_back({R"(\b(cudaMalloc\w*|cuMemAlloc\w*|cudaHostAlloc|cudaMallocHost|cudaFree\w*|cudaMemPool\w*|cuMemCreate|cudaMallocManaged)\b)",
+               "allocates memory itself (export kf_cuda_scratch_bytes and use args->scratch)"});
+  r.push_back({R"(\b(cublas\w*|cudnn\w*|cufft\w*|cusparse\w*|cusolver\w*|curand\w*|cutlass|cub::Device\w*|thrust::)\b)",
+               "calls a vendor library instead of its own kernels"});
+  r.push_back({R"(\b(cudaLaunchHostFunc|cudaStreamAddCallback|cuLaunchHostFunc|cudaGraph\w*|cuGraph\w*|cudaMemcpy|cudaMemset|cudaMemcpyToSymbol)\s*\()",
+               "queues host callbacks or graphs, or issues synchronous copies"});
+  r.push_back({R"(\b__(expf|exp10f|logf|log2f|log10f|sinf|cosf|tanf|sincosf|powf|fdividef|frcp_\w+|fsqrt_\w+|frsqrt_rn)\s*\(|use_fast_math|prec-div|prec-sqrt|ftz=true)",
+               "uses fast-math intrinsics or options (fast-math is policed per problem)"});
+  r.push_back({R"(\b(cuModuleLoad\w*|cuLaunchKernel|cuGetProcAddress|cudaGetDriverEntryPoint\w*|nvrtc\w*)\b)",
+               "loads or launches code through the driver API (launch its own kernels with <<<...>>>)"});
+  return r;
+}
+
+Result<std::vector<std::string>> ListCuda() { return ListCudaDevices(); }
+
+BackendInfo CudaBackend() {
+  BackendInfo b{"cuda", "CUDA C++ kernels with a host launcher (nvcc, NVIDIA GPUs)", "kf_cuda_run",
+                "kforge_cuda.h", {}, {}, false, "", CudaRules(), NewCudaDevice, ListCuda};
+  b.compiler = "nvcc";
+  b.source_name = "candidate.cu";
+  b.per_device_arch = true;
+  b.compile_report = ParsePtxasReport;
+  b.unlimited_address_space = true;
+  b.host_gap_suspicious_ms = 0.25;
+  return b;
+}
+
 }  // namespace
 
 const std::vector<BackendInfo>& Backends() {
@@ -49,6 +90,7 @@ const std::vector<BackendInfo>& Backends() {
       {"opencl", "OpenCL C kernels with a C++ host launcher (any OpenCL 1.2 device)",
        "kf_cl_run", "kforge_opencl.h", {"-DCL_TARGET_OPENCL_VERSION=120"}, {"-lOpenCL"},
        true, ".cl", OpenClRules(), NewOpenClDevice, ListOpenClDevices},
+      CudaBackend(),
   };
   return kBackends;
 }

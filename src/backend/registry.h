@@ -33,6 +33,18 @@ struct BackendInfo {
   // Worker side.
   Result<std::unique_ptr<Device>> (*open)(int device_index);
   Result<std::vector<std::string>> (*list_devices)();
+  // Toolchain: "g++" (flags above plus kforge's C++ flags) or "nvcc" (built for the evaluating
+  // device's own architecture, which the orchestrator learns from the worker's probe).
+  const char* compiler = "g++";
+  const char* source_name = "candidate.cc";  // the file name the compiler sees
+  bool per_device_arch = false;
+  // Parses the compiler's log into the verdict's `resources` (nullptr: none).
+  nlohmann::json (*compile_report)(const std::string& log) = nullptr;
+  // The worker needs an unlimited address space (CUDA reserves terabytes of virtual memory).
+  bool unlimited_address_space = false;
+  // > 0: a host median above 2 x the device median + this many ms is "suspicious" (work that
+  // escaped the device timer); 0: only a warning (when the device is the host itself).
+  double host_gap_suspicious_ms = 0;
 };
 
 const std::vector<BackendInfo>& Backends();

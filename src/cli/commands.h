@@ -17,6 +17,8 @@ constexpr int kExitEnvironment = 3;
 void AddEvalCommand(CLI::App& app, int* exit_code);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddProblemsCommand(CLI::App& app, int* exit_code);
+// optimize, resume, runs, show.
+void AddLoopCommands(CLI::App& app, int* exit_code);
 
 }  // namespace kforge
 

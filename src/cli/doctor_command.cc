@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool CheckBackend(const BackendInfo& b, ProcessRunner& runner) {
+bool CheckBackend(const BackendInfo& b, ProcessRunner& runner, bool remeasure) {
   Result<fs::path> dir = MakeTempDir("doctor");
   if (!dir.ok()) return false;
   ProcessSpec spec;
@@ -43,6 +43,12 @@ bool CheckBackend(const BackendInfo& b, ProcessRunner& runner) {
   fmt::print("  {:<8} ok  ({})\n", b.name, b.summary);
   int k = 0;
   for (const auto& d : j["devices"]) fmt::print("           device {}: {}\n", k++, d.get<std::string>());
+  Result<DevicePeaks> peaks = GetDevicePeaks(b.name, 0, runner, remeasure);
+  if (peaks.ok())
+    fmt::print("           peaks of device 0: {:.1f} GB/s, {:.1f} GFLOP/s fp32 ({})\n", peaks->bandwidth_gbs,
+               peaks->fp32_gflops, peaks->cached ? "cached" : "measured now");
+  else
+    fmt::print("           peaks: {}\n", peaks.status().message());
   return true;
 }
 
@@ -50,7 +56,9 @@ bool CheckBackend(const BackendInfo& b, ProcessRunner& runner) {
 
 void AddDoctorCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("doctor", "Show which backends, devices and isolation work here");
-  cmd->callback([exit_code] {
+  auto remeasure = std::make_shared<bool>(false);
+  cmd->add_flag("--remeasure-peaks", *remeasure, "Measure device peaks again (do it on an idle machine)");
+  cmd->callback([exit_code, remeasure] {
     std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
     fmt::print("kforge 0.1.0\n  worker   {}{}\n", WorkerPath().string(), fs::exists(WorkerPath()) ? "" : "  (MISSING: build kforge-worker)");
     fmt::print("  compiler {}\n", CompilerVersion(*runner));
@@ -61,7 +69,7 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
     for (const std::string& line : DescribeIsolation()) fmt::print("  {}\n", line);
     fmt::print("backends:\n");
     int usable = 0;
-    for (const BackendInfo& b : Backends()) usable += CheckBackend(b, *runner);
+    for (const BackendInfo& b : Backends()) usable += CheckBackend(b, *runner, *remeasure);
     *exit_code = usable > 0 ? kExitOk : kExitEnvironment;
   });
 }

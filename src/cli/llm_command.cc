@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -58,12 +59,11 @@ void PrintReport(const std::string& client, const llm::ChatResponse& response,
   out << "\nreply      " << (reply.empty() ? "(empty)" : reply) << "\n";
   out << "finish     " << llm::FinishReasonName(response.finish_reason) << "\n";
   out << "latency    " << response.latency.count() << " ms (" << response.attempts
-      << (response.attempts == 1 ? " attempt" : " attempts") << ", "
-      << response.total_time.count() << " ms in all)\n";
+      << (response.attempts == 1 ? " attempt" : " attempts") << ", " << response.total_time.count()
+      << " ms in all)\n";
   const llm::Usage& usage = response.usage;
-  out << "tokens     " << usage.input_tokens << " in (" << usage.cached_input_tokens
-      << " cached), " << usage.output_tokens << " out (" << usage.reasoning_tokens
-      << " reasoning)\n";
+  out << "tokens     " << usage.input_tokens << " in (" << usage.cached_input_tokens << " cached), "
+      << usage.output_tokens << " out (" << usage.reasoning_tokens << " reasoning)\n";
   out << "cost       "
       << (response.cost_usd ? Money(*response.cost_usd)
                             : "unknown (the price table has no entry for this model; see "
@@ -102,7 +102,9 @@ int RunLlmPing(const LlmPingOptions& options, std::ostream& out, std::ostream& e
   return kExitOk;
 }
 
-void AddLlmCommands(CLI::App& app) {
+void AddLlmCommands(CLI::App& app) { AddLlmCommands(app, nullptr); }
+
+void AddLlmCommands(CLI::App& app, int* exit_code) {
   CLI::App* llm = app.add_subcommand("llm", "Talk to LLM providers");
   llm->require_subcommand(1);
   auto options = std::make_shared<LlmPingOptions>();
@@ -114,9 +116,13 @@ void AddLlmCommands(CLI::App& app) {
       ->required();
   ping->add_option("--config", options->config,
                    "LLM config file (TOML); default $KFORGE_LLM_CONFIG");
-  ping->callback([options] {
+  ping->callback([options, exit_code] {
     int code = RunLlmPing(*options, std::cout, std::cerr);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
+    if (exit_code) {
+      *exit_code = code;
+    } else if (code != kExitOk) {
+      throw CLI::RuntimeError(code);
+    }
   });
 }
 

@@ -11,10 +11,9 @@
 #ifndef KFORGE_CLI_LLM_COMMAND_H_
 #define KFORGE_CLI_LLM_COMMAND_H_
 
+#include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "kforge/llm/session.h"
 
@@ -24,6 +23,9 @@ namespace kforge {
 // CLI::RuntimeError(exit code), which main's usual `catch (const CLI::ParseError& e) { return
 // app.exit(e); }` turns into the process exit code without printing anything more.
 void AddLlmCommands(CLI::App& app);
+// The same, but a command's exit code goes to *exit_code (as kforge's other commands do) instead
+// of a thrown CLI::RuntimeError. REQUIRES: exit_code outlives app's parse.
+void AddLlmCommands(CLI::App& app, int* exit_code);
 
 struct LlmPingOptions {
   std::string model;   // Model string or [models] name; "" = the config's default_model.

@@ -12,11 +12,12 @@ int main(int argc, char** argv) {
   CLI::App app{"kforge: verified fast kernels for any accelerator"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kforge 0.1.0");
+  kforge::AddLoopCommands(app, &exit_code);
   kforge::AddEvalCommand(app, &exit_code);
   kforge::AddProblemsCommand(app, &exit_code);
   kforge::AddDoctorCommand(app, &exit_code);
 #ifdef KFORGE_HAVE_LLM
-  kforge::AddLlmCommands(app);
+  kforge::AddLlmCommands(app, &exit_code);
 #endif
   try {
     app.parse(argc, argv);

@@ -1,9 +1,13 @@
 #include "eval/compiler.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <mutex>
+#include <regex>
 
 #include "base/files.h"
+#include "eval/worker_client.h"
 
 namespace kforge {
 
@@ -15,6 +19,45 @@ std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
   const char* path = std::getenv("PATH");
   return {{"PATH", path ? path : "/usr/bin:/bin"}, {"HOME", dir.string()},
           {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
+}
+
+// nvcc for the device's own architecture, with the ptxas resource report (-Xptxas -v) and
+// line info for profilers; the CUDA runtime is linked statically (nvcc's default).
+std::vector<std::string> NvccFlags(const BackendInfo& backend, const std::string& arch) {
+  std::vector<std::string> f = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+                                "-arch=" + arch, "-lineinfo", "-Xptxas", "-v",
+                                "-I" + AbiIncludeDir().string()};
+  f.insert(f.end(), backend.compile_flags.begin(), backend.compile_flags.end());
+  return f;
+}
+
+bool IsNvcc(const BackendInfo& backend) { return std::string(backend.compiler) == "nvcc"; }
+
+// KFORGE_NVCC, else nvcc on PATH, else the toolkit's default location; "" when none exists.
+std::string NvccPath() {
+  if (const char* env = std::getenv("KFORGE_NVCC"); env && *env) return access(env, X_OK) == 0 ? env : "";
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/local/cuda/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    fs::path candidate = fs::path(path.substr(start, end - start)) / "nvcc";
+    if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>& argv) {
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.cwd = "/";
+  spec.env = CompilerEnv("/tmp");
+  spec.limits.wall_seconds = 20;
+  spec.limits.drop_privileges = false;
+  ProcessResult r = runner.Run(spec);
+  return r.Succeeded() ? r.out : "";
 }
 
 std::vector<std::string> Flags(const BackendInfo& backend, CompileKind kind) {
@@ -31,7 +74,7 @@ std::vector<std::string> Flags(const BackendInfo& backend, CompileKind kind) {
 
 std::string AbiHeadersText() {
   std::string all;
-  for (const char* h : {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h"}) {
+  for (const char* h : {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h", "kforge_cuda.h"}) {
     Result<std::string> t = ReadFile(AbiIncludeDir() / h);
     if (t.ok()) all += *t;
   }
@@ -59,40 +102,110 @@ std::string CompilerVersion(ProcessRunner& runner) {
   return version;
 }
 
+std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend) {
+  if (!IsNvcc(backend)) return CompilerVersion(runner);
+  static std::mutex mu;
+  static std::string version;
+  std::lock_guard<std::mutex> lock(mu);
+  if (version.empty()) {
+    std::string nvcc = NvccPath();
+    std::string text = nvcc.empty() ? "" : RunForVersion(runner, {nvcc, "--version"});
+    // Keep "Cuda compilation tools, release 13.0, V13.0.88" and the build line.
+    std::string kept;
+    for (size_t pos = 0; pos < text.size();) {
+      size_t end = text.find('\n', pos);
+      std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+      if (line.find("release") != std::string::npos || line.rfind("Build", 0) == 0) kept += (kept.empty() ? "" : "; ") + line;
+      pos = end == std::string::npos ? text.size() : end + 1;
+    }
+    version = (kept.empty() ? "nvcc (not found)" : kept) + " | host " + CompilerVersion(runner);
+  }
+  return version;
+}
+
+Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend, int device) {
+  static std::mutex mu;
+  static std::map<std::string, Result<std::string>> cache;
+  std::string key = std::string(backend.name) + "-" + std::to_string(device);
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("probe"));
+  ProcessSpec spec;
+  spec.argv = {WorkerPath().string(), "probe", backend.name};
+  spec.cwd = dir;
+  spec.env = CompilerEnv(dir);
+  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES"})
+    if (const char* v = std::getenv(name)) spec.env[name] = v;
+  spec.limits.wall_seconds = 60;
+  spec.limits.address_space_bytes = 0;
+  ProcessResult r = runner.Run(spec);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  Result<std::string> arch = Status::Unavailable("probing backend " + std::string(backend.name) + " failed: " + r.Describe());
+  if (!j.is_discarded() && j.contains("error")) {
+    arch = Status::Unavailable(j["error"].get<std::string>());
+  } else if (!j.is_discarded()) {
+    const nlohmann::json devices = j.value("devices", nlohmann::json::array());
+    std::smatch m;
+    static const std::regex kArch(R"(\b(sm_\d+a?)\b)");
+    std::string d = device >= 0 && device < static_cast<int>(devices.size()) ? devices[device].get<std::string>() : "";
+    arch = std::regex_search(d, m, kArch) ? Result<std::string>(std::string(m[1]))
+                                          : Status::NotFound(std::string(backend.name) + " device " + std::to_string(device) + " does not exist");
+  }
+  cache.emplace(key, arch);
+  return arch;
+}
+
 Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
-                              const fs::path& source, CompileKind kind) {
+                              const fs::path& source, CompileKind kind, const std::string& arch) {
   auto start = std::chrono::steady_clock::now();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
-  std::vector<std::string> flags = Flags(backend, kind);
+  bool nvcc = IsNvcc(backend) && kind == CompileKind::kCandidate;
+  std::vector<std::string> flags = nvcc ? NvccFlags(backend, arch.empty() ? "sm_90" : arch) : Flags(backend, kind);
   std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
-  std::string key_text = CompilerVersion(runner) + "\n" + AbiHeadersText() + "\n" + text;
+  std::string key_text = (nvcc ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
   for (const std::string& f : flags) key_text += "\n" + f;
   for (const std::string& f : link) key_text += "\n" + f;
   CompileOutput out;
   out.key = Hash128Hex(key_text);
+  if (nvcc) out.arch = arch.empty() ? "sm_90" : arch;
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
   fs::create_directories(cache / "build");
   out.library = cache / "build" / (out.key + ".so");
+  fs::path report = cache / "build" / (out.key + ".resources.json");
   if (fs::exists(out.library)) {
     out.ok = out.cached = true;
+    Result<std::string> saved = ReadFile(report);
+    if (saved.ok()) out.resources = nlohmann::json::parse(*saved, nullptr, false);
+    if (out.resources.is_discarded()) out.resources = nlohmann::json::object();
     return out;
   }
+  std::string tool = nvcc ? NvccPath() : "g++";
+  if (tool.empty()) {
+    out.log = "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
+              "toolkit, or put its bin/ on PATH, to build cuda candidates";
+    return out;
+  }
+  const std::string source_name = kind == CompileKind::kCandidate ? backend.source_name : "candidate.cc";
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("compile"));
-  KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "candidate.cc", text));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(dir / source_name, text));
   ProcessSpec spec;
-  spec.argv = {"g++"};
+  spec.argv = {tool};
   spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
-  spec.argv.insert(spec.argv.end(), {"candidate.cc", "-o", "candidate.so"});
+  spec.argv.insert(spec.argv.end(), {source_name, "-o", "candidate.so"});
   spec.argv.insert(spec.argv.end(), link.begin(), link.end());
   spec.cwd = dir;
   spec.env = CompilerEnv(dir);
   spec.limits.wall_seconds = 180;
   spec.limits.cpu_seconds = 300;
-  spec.limits.address_space_bytes = 4ull << 30;
+  spec.limits.address_space_bytes = nvcc ? 16ull << 30 : 4ull << 30;
   spec.limits.output_bytes = 1 << 20;
   ProcessResult r = runner.Run(spec);
   out.command = spec.argv;
-  out.log = TailLines(r.err + r.out, 60, 16 << 10);
+  std::string full = r.err + r.out;
+  if (backend.compile_report && kind == CompileKind::kCandidate) out.resources = backend.compile_report(full);
+  out.log = TailLines(full, 60, 16 << 10);
   if (r.end != ProcessResult::End::kExited) out.log = "compiler " + r.Describe() + "\n" + out.log;
   out.ok = r.Succeeded() && fs::exists(dir / "candidate.so");
   if (out.ok) {
@@ -100,6 +213,7 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
     fs::path tmp = out.library;
     tmp += ".tmp";
     fs::copy_file(dir / "candidate.so", tmp, fs::copy_options::overwrite_existing, ec);
+    if (!ec && !out.resources.empty()) (void)WriteFileAtomic(report, out.resources.dump());
     if (!ec) fs::rename(tmp, out.library, ec);
     if (ec) return Status::IoError("cannot store compiled library in " + out.library.string() + ": " + ec.message());
   }

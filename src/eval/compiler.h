@@ -22,6 +22,8 @@ struct CompileOutput {
   bool cached = false;
   double seconds = 0;
   std::vector<std::string> command;
+  std::string arch;                          // per-device-arch backends: "sm_90"
+  nlohmann::json resources = nlohmann::json::object();  // backend.compile_report of the log
 };
 
 enum class CompileKind { kCandidate, kReference };
@@ -29,8 +31,21 @@ enum class CompileKind { kCandidate, kReference };
 // Compiles `source` for `backend` (kCandidate) or as a problem reference (kReference, plain
 // -O2, no -march=native). A compiler failure is ok=false with the log, not an error Status;
 // an error Status means kforge could not run the compiler at all.
+// `arch` is the device architecture for backends with per_device_arch ("sm_90"); it is part
+// of the flags and so of the cache key. A missing toolchain (no nvcc) is ok=false with a log
+// that says what to install.
 Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
-                              const std::filesystem::path& source, CompileKind kind);
+                              const std::filesystem::path& source, CompileKind kind,
+                              const std::string& arch = "");
+
+// The architecture of `backend`'s device `device` as its compiler names it ("sm_90"), from
+// the worker's probe (the orchestrator never loads a driver itself). Cached per process.
+// Unavailable with the probe's reason (e.g. no NVIDIA driver) when there is no such device.
+Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend, int device);
+
+// The full version text of a backend's toolchain (nvcc: its --version plus the host g++),
+// as it enters the cache key. Cached per process.
+std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend);
 
 // Folder holding the candidate ABI headers (kforge_cpu.h, ...).
 std::filesystem::path AbiIncludeDir();

@@ -12,6 +12,7 @@
 #include "eval/static_check.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
+#include "profile/profile.h"
 
 namespace kforge {
 
@@ -87,6 +88,9 @@ class Evaluation {
                                    const std::string& entry, const fs::path& program);
   Limits WorkerLimits() const;
   std::string LockName(const std::string& backend) const;
+  void ChooseArch();
+  void Advisory();
+  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as_root, std::string* out);
   void Finish(VerdictStatus s, const std::string& message, const std::string& gate = "") {
     verdict_.status = s;
     verdict_.message = message;
@@ -103,6 +107,7 @@ class Evaluation {
   const BackendInfo* backend_ = nullptr;
   std::string source_;
   fs::path library_, program_source_, reference_library_;
+  std::string arch_;  // per-device-arch backends (cuda): the device's architecture, "sm_90"
   std::vector<Trial> trials_;
   Verdict verdict_;
 };
@@ -121,9 +126,11 @@ Result<bool> Evaluation::CompileGate() {
   KF_ASSIGN_OR_RETURN(CompileOutput ref, Compile(runner_, *FindBackend("cpp"), problem_.reference, CompileKind::kReference));
   if (!ref.ok) return Status::InvalidArgument("the reference of problem '" + problem_.name + "' (" + problem_.reference.string() + ") does not compile:\n" + ref.log);
   reference_library_ = ref.library;
-  KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, candidate_, CompileKind::kCandidate));
+  ChooseArch();
+  KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, candidate_, CompileKind::kCandidate, arch_));
   Stage("compile", t0);
   verdict_.compiler_output = out.log;
+  verdict_.resources = out.resources;
   if (!out.ok) {
     Finish(VerdictStatus::kCompileError, "the candidate does not compile");
     return false;
@@ -200,9 +207,88 @@ Limits Evaluation::WorkerLimits() const {
   Limits l;
   l.wall_seconds = options_.timeout_seconds;
   l.cpu_seconds = options_.timeout_seconds * std::max(2u, std::thread::hardware_concurrency());
-  l.address_space_bytes = options_.memory_bytes;
+  l.address_space_bytes = backend_ && backend_->unlimited_address_space ? 0 : options_.memory_bytes;
   l.output_bytes = 64 << 10;
   return l;
+}
+
+// Builds for the evaluating device's own architecture; without a device (CI, no driver) for
+// $KFORGE_CUDA_ARCH or sm_90, so the static and compile gates still run, with a warning.
+void Evaluation::ChooseArch() {
+  if (!backend_->per_device_arch) return;
+  Result<std::string> arch = DeviceArch(runner_, *backend_, options_.device);
+  if (arch.ok()) {
+    arch_ = *arch;
+  } else {
+    const char* env = std::getenv("KFORGE_CUDA_ARCH");
+    arch_ = env && *env ? env : "sm_90";
+    verdict_.warnings.push_back("compiled for " + arch_ + " without a device to ask: " + arch.status().message());
+  }
+  verdict_.fingerprint["arch"] = arch_;
+}
+
+// One check run of trial 0 under a wrapper (profiler, sanitizer); its stdout in *out.
+json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as_root, std::string* out) {
+  Job job;
+  job.backend = backend_->name;
+  job.device = options_.device;
+  job.entry = backend_->entry;
+  job.check_twice = false;
+  job.sets.push_back(SetFor(trials_[0].bound, false));
+  job.checks.push_back(0);
+  WorkerFiles files;
+  files.library = library_;
+  files.program_source = program_source_;
+  files.inputs.push_back(trials_[0].inputs);
+  Limits limits = WorkerLimits();
+  limits.wall_seconds = std::max(300.0, 4 * options_.timeout_seconds);
+  limits.cpu_seconds = 0;
+  limits.output_bytes = 4 << 20;
+  limits.output_kill_bytes = 256 << 20;
+  limits.max_processes = 0;
+  limits.drop_privileges = !as_root;  // GPU performance counters are usually root-only
+  Result<WorkerRun> run = [&] {
+    DeviceLock lock(LockName(backend_->name));
+    return RunWorker(runner_, job, files, limits, wrapper);
+  }();
+  if (!run.ok()) return {{"error", run.status().message()}};
+  *out = run->process.out + "\n" + run->process.err;
+  json j = {{"process", run->process.Describe()}};
+  if (run->result.contains("error")) j["worker_error"] = run->result["error"];
+  Cleanup(*run);
+  return j;
+}
+
+// --profile and --sanitize: reports beside the verdict, never a change of status.
+void Evaluation::Advisory() {
+  if (library_.empty() || trials_.empty() || (!options_.profile && !options_.sanitize)) return;
+  auto t0 = std::chrono::steady_clock::now();
+  if (options_.profile) {
+    std::string ncu = FindCudaTool("ncu"), out;
+    if (ncu.empty()) {
+      verdict_.profile = {{"error", "ncu (Nsight Compute) not found: install it or set KFORGE_NCU"}};
+    } else {
+      json run = RunAdvisoryJob(NcuCommand(ncu, AvailableNcuMetrics(runner_, ncu)), true, &out);
+      verdict_.profile = ParseNcuCsv(out);
+      verdict_.profile["run"] = run;
+      if (verdict_.profile.contains("error")) verdict_.profile["output_tail"] = TailLines(out, 20, 4000);
+    }
+  }
+  if (options_.sanitize) {
+    std::string sanitizer = FindCudaTool("compute-sanitizer");
+    json all = json::array();
+    for (std::string tool : {"memcheck", "racecheck"}) {
+      if (tool == "racecheck" && !options_.racecheck) continue;
+      std::string out;
+      if (sanitizer.empty()) { all.push_back({{"tool", tool}, {"error", "compute-sanitizer not found: install the CUDA toolkit or set KFORGE_COMPUTE_SANITIZER"}}); continue; }
+      json run = RunAdvisoryJob(SanitizerCommand(sanitizer, tool), false, &out);
+      json s = SummarizeSanitizer(tool, out);
+      s["run"] = run;
+      all.push_back(s);
+    }
+    verdict_.sanitizer = {{"runs", all}};
+  }
+  Stage("advisory", t0);
 }
 
 std::string Evaluation::LockName(const std::string& backend) const {
@@ -309,6 +395,12 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
                                            std::to_string(tj["threads_after"].get<int>()) + " during the timed runs (background work)", "threads");
     return false;
   }
+  double gap = backend_->host_gap_suspicious_ms;
+  if (gap > 0 && stats.host_median_ms > 2 * stats.median_ms + gap) {
+    Finish(VerdictStatus::kSuspicious, "host time (median " + std::to_string(stats.host_median_ms) + " ms) is far above device time (" +
+                                           std::to_string(stats.median_ms) + " ms): work escapes the device timer (a side stream or host work)", "host_time");
+    return false;
+  }
   if (stats.host_median_ms > 3 * stats.median_ms + 1.0)
     verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
   return true;
@@ -377,13 +469,15 @@ Status Evaluation::SpeedOfLight() {
   double t_flops = peaks.fp32_gflops > 0 ? b.flops / (peaks.fp32_gflops * 1e9) : 0;
   double t_bytes = peaks.bandwidth_gbs > 0 ? b.bytes / (peaks.bandwidth_gbs * 1e9) : 0;
   verdict_.floor_ms = 1e3 * std::max(t_flops, t_bytes);
+  verdict_.flops = b.flops;
+  verdict_.bytes = b.bytes;
   verdict_.fingerprint["peaks"] = {{"bandwidth_gbs", peaks.bandwidth_gbs}, {"fp32_gflops", peaks.fp32_gflops}};
   if (!verdict_.timing || verdict_.timing->median_ms <= 0) return Status::Ok();
   verdict_.sol_percent = 100 * verdict_.floor_ms / verdict_.timing->median_ms;
   if (verdict_.timing->median_ms < options_.sol_slack * verdict_.floor_ms)
     Finish(VerdictStatus::kSuspicious, "measured time is below the speed-of-light floor (" +
                                            std::to_string(verdict_.timing->median_ms) + " ms < " +
-                                           std::to_string(verdict_.floor_ms) + " ms): impossible", "speed_of_light");
+                                           std::to_string(verdict_.floor_ms) + " ms): impossible unless the cached device peaks are wrong (were they measured on a busy machine? `kforge doctor --remeasure-peaks`)", "speed_of_light");
   return Status::Ok();
 }
 
@@ -432,7 +526,7 @@ Status Evaluation::Baselines() {
   }
   auto seed = problem_.seeds.find(backend_->name);
   if (seed != problem_.seeds.end()) {
-    KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, seed->second, CompileKind::kCandidate));
+    KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, seed->second, CompileKind::kCandidate, arch_));
     if (out.library == library_) {
       verdict_.baselines["seed"] = *verdict_.timing;
     } else if (out.ok) {
@@ -458,7 +552,7 @@ Result<Verdict> Evaluation::Run() {
   verdict_.backend = backend_->name;
   verdict_.candidate = candidate_.string();
   verdict_.candidate_hash = HashHex(source_);
-  verdict_.fingerprint["compiler"] = CompilerVersion(runner_);
+  verdict_.fingerprint["compiler"] = ToolchainVersion(runner_, *backend_);
   verdict_.fingerprint["kforge"] = "0.1.0";
   if (!StaticGate()) return verdict_;
   KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
@@ -466,6 +560,7 @@ Result<Verdict> Evaluation::Run() {
   KF_RETURN_IF_ERROR(PrepareTrials());
   KF_RETURN_IF_ERROR(ComputeReference());
   KF_ASSIGN_OR_RETURN(bool passed, RunCandidate());
+  Advisory();
   if (!passed || !options_.timing) {
     if (passed) Finish(VerdictStatus::kCorrect, "correct (not timed)");
     return verdict_;

@@ -33,7 +33,8 @@ Result<json> Probe(const std::string& backend, ProcessRunner& runner) {
 
 }  // namespace
 
-Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner) {
+Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
+                                   bool remeasure) {
   KF_ASSIGN_OR_RETURN(json probe, Probe(backend, runner));
   if (probe.contains("error")) return Status::Unavailable(probe["error"].get<std::string>());
   json fp = probe.value("fingerprint", json::object());
@@ -42,7 +43,7 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
   fs::path file = cache / "peaks" / (backend + "-" + std::to_string(device) + "-" + Hash128Hex(fp.dump()) + ".json");
   DevicePeaks p;
   p.fingerprint = fp;
-  Result<std::string> text = ReadFile(file);
+  Result<std::string> text = remeasure ? Result<std::string>(Status::NotFound("")) : ReadFile(file);
   if (text.ok()) {
     json j = json::parse(*text, nullptr, false);
     if (!j.is_discarded()) {

@@ -65,9 +65,12 @@ nlohmann::json Verdict::ToJson() const {
                       {"fingerprint", fingerprint},
                       {"stages_seconds", stages}};
   if (!gate.empty()) j["gate"] = gate;
+  if (!resources.empty()) j["resources"] = resources;
+  if (!profile.empty()) j["profile"] = profile;
+  if (!sanitizer.empty()) j["sanitizer"] = sanitizer;
   if (timing) {
     j["timing"] = TimingToJson(*timing);
-    j["roofline"] = {{"floor_ms", floor_ms}, {"sol_percent", sol_percent}};
+    j["roofline"] = {{"floor_ms", floor_ms}, {"sol_percent", sol_percent}, {"flops", flops}, {"bytes", bytes}};
   }
   nlohmann::json b = nlohmann::json::object();
   for (const auto& [name, t] : baselines) b[name] = TimingToJson(t);

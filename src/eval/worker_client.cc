@@ -57,7 +57,8 @@ fs::path WorkerPath() {
   return ExecutableDir() / "kforge-worker";
 }
 
-Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files, const Limits& limits) {
+Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files, const Limits& limits,
+                            const std::vector<std::string>& wrapper) {
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("job"));
   if (!files.library.empty()) {
     KF_RETURN_IF_ERROR(CopyIn(files.library, dir / "candidate.so"));
@@ -77,7 +78,8 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   }
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", JobToJson(job).dump(1)));
   ProcessSpec spec;
-  spec.argv = {WorkerPath().string(), "run", dir.string()};
+  spec.argv = wrapper;
+  spec.argv.insert(spec.argv.end(), {WorkerPath().string(), "run", dir.string()});
   spec.cwd = dir;
   spec.env = WorkerEnv(dir);
   spec.limits = limits;

@@ -33,9 +33,10 @@ struct WorkerFiles {
 };
 
 // Fills in job.sets[*].inputs[*].file, job.library and job.program_source_file, writes the
-// folder and runs the worker. `limits` apply to the worker process.
+// folder and runs the worker. `limits` apply to the worker process. A non-empty `wrapper`
+// runs the worker under another program (a profiler: `ncu ... kforge-worker run <dir>`).
 Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files,
-                            const Limits& limits);
+                            const Limits& limits, const std::vector<std::string>& wrapper = {});
 
 // Removes the job folder unless KFORGE_KEEP_TEMP is set.
 void Cleanup(const WorkerRun& run);

@@ -6,9 +6,10 @@
 // panels panel[p][0..15] = weight[j0..j0+15][p], zero-padded past out_features. Each 6x16 block
 // of y is accumulated in twelve 8-lane registers (GCC vector types) over the whole
 // in_features range: per p two panel loads, six broadcasts of x, twelve multiply-adds. The
-// bias is added and the ReLU applied in registers before the single store. (panel, row block)
-// pairs are split over OpenMP threads; row tails use the same kernel with fewer rows, column
-// tails are stored through a small buffer. The panels live in kforge's scratch memory.
+// bias is added and the ReLU applied in registers before the single store. OpenMP threads take
+// whole panels (pack, then every row block), so the only synchronization is the barrier at the
+// end; row tails use the same kernel with fewer rows, column tails are stored through a small
+// buffer. The panels live in kforge's scratch memory.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -97,19 +98,16 @@ KF_EXPORT int kf_run(const kf_cpu_args* a) {
   std::memcpy(bias_padded, bias, out * sizeof(float));
   for (int64_t j = out; j < panels * kNr; ++j) bias_padded[j] = 0.0f;
   const int64_t row_blocks = (batch + kMr - 1) / kMr;
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (int64_t jp = 0; jp < panels; ++jp)
-      PackPanel(weight, in, out, jp * kNr, packed + jp * kNr * in);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t jp = 0; jp < panels; ++jp) {
-      for (int64_t ib = 0; ib < row_blocks; ++ib) {
-        const int64_t i0 = ib * kMr, j0 = jp * kNr;
-        kBlockByRows[std::min(kMr, batch - i0)](x + i0 * in, in, packed + jp * kNr * in,
-                                                bias_padded + j0, y + i0 * out + j0, out,
-                                                std::min(kNr, out - j0));
-      }
+  // One task per panel: pack it, then run every row block against it while it is in cache.
+  // A single parallel loop keeps synchronization to the one barrier at its end.
+#pragma omp parallel for schedule(static)
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    PackPanel(weight, in, out, jp * kNr, packed + jp * kNr * in);
+    for (int64_t ib = 0; ib < row_blocks; ++ib) {
+      const int64_t i0 = ib * kMr, j0 = jp * kNr;
+      kBlockByRows[std::min(kMr, batch - i0)](x + i0 * in, in, packed + jp * kNr * in,
+                                              bias_padded + j0, y + i0 * out + j0, out,
+                                              std::min(kNr, out - j0));
     }
   }
   return 0;

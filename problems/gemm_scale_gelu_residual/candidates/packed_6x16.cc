@@ -10,9 +10,9 @@
 // tail runs in registers before the single store. GELU uses the identity
 // 0.5 * z * (1 + tanh(u)) = z / (1 + exp(-2u)), which has no cancellation for negative z, with a
 // vectorizable exp (libm's is a scalar call, and without -ffast-math GCC will not vectorize the
-// selects it needs). (panel, row block)
-// pairs are split over OpenMP threads; row tails use the same kernel with fewer rows, column
-// tails are stored through a small buffer. The panels live in kforge's scratch memory.
+// selects it needs). OpenMP threads take whole panels (pack, then every row block), so the only
+// synchronization is the barrier at the end; row tails use the same kernel with fewer rows,
+// column tails are stored through a small buffer. The panels live in kforge's scratch memory.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -137,19 +137,16 @@ KF_EXPORT int kf_run(const kf_cpu_args* a) {
   std::memcpy(bias_padded, bias, out * sizeof(float));
   for (int64_t j = out; j < panels * kNr; ++j) bias_padded[j] = 0.0f;
   const int64_t row_blocks = (batch + kMr - 1) / kMr;
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (int64_t jp = 0; jp < panels; ++jp)
-      PackPanel(weight, in, out, jp * kNr, packed + jp * kNr * in);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t jp = 0; jp < panels; ++jp) {
-      for (int64_t ib = 0; ib < row_blocks; ++ib) {
-        const int64_t i0 = ib * kMr, j0 = jp * kNr;
-        kBlockByRows[std::min(kMr, batch - i0)](x + i0 * in, in, packed + jp * kNr * in,
-                                                bias_padded + j0, scale, residual + i0 * out + j0,
-                                                y + i0 * out + j0, out, std::min(kNr, out - j0));
-      }
+  // One task per panel: pack it, then run every row block against it while it is in cache.
+  // A single parallel loop keeps synchronization to the one barrier at its end.
+#pragma omp parallel for schedule(static)
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    PackPanel(weight, in, out, jp * kNr, packed + jp * kNr * in);
+    for (int64_t ib = 0; ib < row_blocks; ++ib) {
+      const int64_t i0 = ib * kMr, j0 = jp * kNr;
+      kBlockByRows[std::min(kMr, batch - i0)](x + i0 * in, in, packed + jp * kNr * in,
+                                              bias_padded + j0, scale, residual + i0 * out + j0,
+                                              y + i0 * out + j0, out, std::min(kNr, out - j0));
     }
   }
   return 0;

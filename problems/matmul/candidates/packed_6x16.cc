@@ -4,10 +4,10 @@
 // past n, so the inner loop reads B contiguously. Each 6x16 block of C is then accumulated in
 // twelve 8-lane registers (GCC vector types; six rows times two vectors) over the whole k
 // range: per p it loads two vectors of the panel, broadcasts six elements of A and issues
-// twelve multiply-adds, which keeps the FMA units busy instead of waiting on memory. The
-// (panel, row block) pairs are split over OpenMP threads. Row tails use the same kernel with
-// fewer rows; column tails are stored through a small buffer. The packed panels live in
-// kforge's scratch memory.
+// twelve multiply-adds, which keeps the FMA units busy instead of waiting on memory. OpenMP
+// threads take whole panels (pack, then every row block), so the only synchronization is the
+// barrier at the end. Row tails use the same kernel with fewer rows; column tails are stored
+// through a small buffer. The packed panels live in kforge's scratch memory.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -92,17 +92,15 @@ KF_EXPORT int kf_run(const kf_cpu_args* args) {
     return kf_fail(args, "scratch buffer missing or too small");
   const int64_t panels = PanelCount(n);
   const int64_t row_blocks = (m + kMr - 1) / kMr;
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (int64_t jp = 0; jp < panels; ++jp) PackPanel(b, k, n, jp * kNr, packed + jp * kNr * k);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t jp = 0; jp < panels; ++jp) {
-      for (int64_t ib = 0; ib < row_blocks; ++ib) {
-        const int64_t i0 = ib * kMr, j0 = jp * kNr;
-        kBlockByRows[std::min(kMr, m - i0)](a + i0 * k, k, packed + jp * kNr * k, c + i0 * n + j0,
-                                            n, std::min(kNr, n - j0));
-      }
+  // One task per panel: pack it, then run every row block against it while it is in cache.
+  // A single parallel loop keeps synchronization to the one barrier at its end.
+#pragma omp parallel for schedule(static)
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    PackPanel(b, k, n, jp * kNr, packed + jp * kNr * k);
+    for (int64_t ib = 0; ib < row_blocks; ++ib) {
+      const int64_t i0 = ib * kMr, j0 = jp * kNr;
+      kBlockByRows[std::min(kMr, m - i0)](a + i0 * k, k, packed + jp * kNr * k, c + i0 * n + j0, n,
+                                          std::min(kNr, n - j0));
     }
   }
   return 0;

@@ -19,3 +19,13 @@ __kernel void kf_fma(__global float* out, float a, float b, int iters) {
   for (int k = 0; k < 16; ++k) s += acc[k];
   out[get_global_id(0)] = s.x + s.y + s.z + s.w;
 }
+
+// Reads `n` float4 values, each work-item summing a contiguous chunk: the read-bandwidth probe
+// (a copy pays for the destination too, so it understates what a reduction can reach).
+__kernel void kf_read(__global const float4* src, __global float* out, ulong n, ulong chunk) {
+  size_t g = get_global_id(0);
+  ulong begin = g * chunk, end = min(begin + chunk, n);
+  float4 acc = (float4)(0.0f);
+  for (ulong k = begin; k < end; ++k) acc += src[k];
+  out[g] = acc.x + acc.y + acc.z + acc.w;
+}

@@ -1,0 +1,119 @@
+// Choosing a model: model strings, the built-in provider presets, and the TOML config file.
+//
+// A model is named by one string:
+//   "openai:gpt-5"                          provider preset + model
+//   "anthropic:claude-opus-4-6"
+//   "gemini:gemini-2.5-pro"
+//   "ollama:llama3.2:3b"                    local preset (default URL), model names may hold ':'
+//   "openai-compat:Qwen/Qwen3-8B@http://gpu-box:8000/v1"   any OpenAI-compatible server
+//   "vllm:my-model@http://10.0.0.5:8000/v1" a preset with its URL replaced
+//   "replay:runs/llm.jsonl"                 serve a recorded transcript back
+//   "local-qwen"                            a [models.local-qwen] entry of the config file
+// The config file format and every key are documented in docs/llm.md.
+//
+// Thread-safety: plain values and pure functions.
+#ifndef KFORGE_LLM_CONFIG_H_
+#define KFORGE_LLM_CONFIG_H_
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/llm/llm.h"
+#include "kforge/status.h"
+
+namespace kforge::llm {
+
+enum class WireFormat { kOpenAi, kAnthropic, kGemini, kReplay };
+
+// Everything needed to talk to one model at one endpoint.
+struct ProviderSettings {
+  std::string provider;  // Preset name: "openai", "anthropic", "gemini", "vllm", "replay", ...
+  WireFormat wire = WireFormat::kOpenAi;
+  std::string model;           // Replay: unused.
+  std::string base_url;        // e.g. "https://api.openai.com/v1". Replay: the transcript path.
+  std::string api_key_env;     // Environment variable holding the key ("" = none).
+  std::string api_key_file;    // Key file (owner-only permissions); wins over api_key_env.
+  bool key_required = true;    // Local servers (vllm, ollama, ...) work without a key.
+  std::optional<bool> vision;  // Set by config; else the price table's entry; else...
+  bool vision_default = true;  // ...the preset's default.
+  int max_concurrency = 4;     // Requests in flight per provider endpoint.
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds timeout{600000};  // Per attempt, whole response.
+  // OpenAI family only: which field carries max_output_tokens ("max_completion_tokens" for
+  // api.openai.com, "max_tokens" for compatible servers) and the system prompt's role
+  // ("system", or "developer" for newer OpenAI models).
+  std::string max_tokens_field = "max_tokens";
+  std::string system_role = "system";
+  // Anthropic requires max_tokens; this is sent when the request leaves it unset.
+  int default_max_output_tokens = 4096;
+  // Defaults for options the request leaves unset (model entries of the config may set them).
+  std::optional<double> temperature;
+  std::optional<int> max_output_tokens;
+  ReasoningEffort reasoning_effort = ReasoningEffort::kUnset;
+
+  // "openai:gpt-5"; "openai-compat:m@http://host/v1" for a non-default URL; "replay:<path>".
+  std::string Name() const;
+};
+
+// Parses "provider:model[@url]" or "replay:<path>" against the built-in presets.
+// On failure returns InvalidArgument tagged [config] listing the known providers.
+Result<ProviderSettings> ParseModelSpec(std::string_view spec);
+// The names of the built-in presets, in table order.
+std::vector<std::string> ProviderPresetNames();
+
+struct RetryPolicy {
+  int max_attempts = 4;  // Including the first one.
+  std::chrono::milliseconds initial_backoff{1000};
+  double backoff_multiplier = 2.0;
+  std::chrono::milliseconds max_backoff{30000};
+  double jitter = 0.5;  // Each backoff wait is drawn uniformly from [w * (1 - jitter), w].
+  // A Retry-After longer than this ends the call at once (with the wait in the message).
+  std::chrono::milliseconds max_retry_after{120000};
+};
+
+// Optional settings from a [providers.X] or [models.X] table; unset fields change nothing.
+struct SettingsOverride {
+  std::optional<std::string> provider;  // [models.X] only: which preset to start from.
+  std::optional<std::string> model, base_url, api_key_env, api_key_file;
+  std::optional<std::string> max_tokens_field, system_role;
+  std::optional<bool> vision;
+  std::optional<int> max_concurrency, default_max_output_tokens, max_output_tokens;
+  std::optional<std::chrono::milliseconds> connect_timeout, timeout;
+  std::optional<double> temperature;
+  std::optional<ReasoningEffort> reasoning_effort;
+
+  void ApplyTo(ProviderSettings* settings) const;
+};
+
+struct LlmConfig {
+  std::filesystem::path base_dir;  // Relative paths in the file are resolved against this.
+  std::string default_model;       // Used when no --model is given.
+  std::map<std::string, SettingsOverride> providers;  // [providers.<preset>]
+  std::map<std::string, SettingsOverride> models;     // [models.<name>]
+  RetryPolicy retry;
+  std::string prices_file;           // Empty: the built-in table (src/llm/prices.toml).
+  std::string transcript;            // Empty: no recording. Else a JSON Lines file, appended to.
+  std::string cache_dir;             // Empty: no response cache.
+  std::optional<double> budget_usd;  // Calls fail with [budget_exceeded] once spent.
+};
+
+// Parses config TOML. Unknown keys, wrong types and keys in the file ("api_key") are errors:
+// InvalidArgument tagged [config] naming the key and the file.
+Result<LlmConfig> ParseLlmConfig(std::string_view toml_text, std::string_view origin,
+                                 const std::filesystem::path& base_dir);
+// Reads and parses a config file; relative paths in it are relative to its folder.
+Result<LlmConfig> LoadLlmConfig(const std::filesystem::path& path);
+
+// Turns a model string or a [models] name into settings: preset, then [providers.<preset>]
+// overrides, then the model entry (or the "@url" of the string). An empty string means the
+// config's default_model. On failure returns InvalidArgument tagged [config].
+Result<ProviderSettings> ResolveModel(std::string_view model, const LlmConfig& config);
+
+}  // namespace kforge::llm
+
+#endif  // KFORGE_LLM_CONFIG_H_

@@ -1,0 +1,127 @@
+// Specifications of the agents' building blocks: templates, code extraction, the tuner and
+// the rule-based analyst.
+#include <gtest/gtest.h>
+
+#include "agent/analyst.h"
+#include "agent/code_extract.h"
+#include "agent/prompt_template.h"
+#include "agent/tuner.h"
+
+namespace kforge {
+namespace {
+
+TEST(TemplateTest, GivenVarsAndSectionsItRendersOnlySetSections) {
+  Result<std::string> r = RenderTemplate("A {{x}}\n{{#opt}}has {{opt}}\n{{/opt}}{{#none}}hidden{{/none}}B", {{"x", "1"}, {"opt", "o"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "A 1\nhas o\nB");
+}
+
+TEST(TemplateTest, GivenAnUnclosedSectionItNamesIt) {
+  Result<std::string> r = RenderTemplate("{{#memory}} never closed", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("memory"), std::string::npos);
+}
+
+TEST(TemplateTest, GivenTheShippedPromptsEveryBackendHasAnExample) {
+  for (const char* b : {"cpp", "opencl"}) {
+    EXPECT_TRUE(BackendPromptSection(b, "example").ok()) << b;
+    EXPECT_TRUE(BackendPromptSection(b, "answer-format").ok()) << b;
+  }
+  EXPECT_FALSE(BackendPromptSection("no_such_backend", "example").ok());
+}
+
+TEST(ExtractTest, GivenProseAroundOneBlockItTakesTheBlock) {
+  auto c = ExtractCandidate("Here is the kernel:\n```cpp\nint kf_run();\n```\nIt is fast.", "cpp");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->main, "int kf_run();\n");
+  EXPECT_FALSE(c->truncated);
+}
+
+TEST(ExtractTest, GivenHostAndKernelBlocksItSplitsThemForOpenCl) {
+  auto c = ExtractCandidate("```cpp\nhost\n```\ntext\n```opencl\n__kernel void k() {}\n```\n", "opencl");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->main, "host\n");
+  EXPECT_EQ(c->program, "__kernel void k() {}\n");
+}
+
+TEST(ExtractTest, GivenFileNamesInInfoStringsOrFirstLinesItRecognisesTheKernelFile) {
+  auto c = ExtractCandidate("```c\n// file: k.cl\n__kernel void k() {}\n```\n```cpp launcher.cpp\nhost\n```", "opencl");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->main, "host\n");
+  EXPECT_NE(c->program.find("__kernel"), std::string::npos);
+}
+
+TEST(ExtractTest, GivenAnAnswerCutOffInsideTheBlockItIsTruncated) {
+  auto c = ExtractCandidate("```cpp\nint kf_run() {\n  for (;;", "cpp");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->truncated);
+}
+
+TEST(ExtractTest, GivenNoCodeItSaysHowToAnswer) {
+  auto c = ExtractCandidate("I cannot do that.", "cpp");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("```cpp"), std::string::npos);
+}
+
+TEST(TunerTest, GivenAnnotationsItFindsAndAppliesThem) {
+  std::string src = "#define TILE 32  // kforge:tune [16, 32, 64]\n#define UNROLL 2 // kforge:tune [1,2,4]\nint x;\n";
+  auto params = FindTunables({src});
+  ASSERT_TRUE(params.ok());
+  ASSERT_EQ(params->size(), 2u);
+  EXPECT_EQ((*params)[0].values.size(), 3u);
+  std::string out = ApplyTuneConfig(src, {{"TILE", "64"}});
+  EXPECT_NE(out.find("#define TILE 64"), std::string::npos);
+  EXPECT_NE(out.find("#define UNROLL 2"), std::string::npos);
+  EXPECT_NE(out.find("int x;"), std::string::npos);
+}
+
+TEST(TunerTest, GivenAMalformedAnnotationItNamesTheLine) {
+  auto params = FindTunables({"int a;\n#define TILE // kforge:tune 16, 32\n"});
+  ASSERT_FALSE(params.ok());
+  EXPECT_NE(params.status().message().find("line 2"), std::string::npos);
+}
+
+TEST(TunerTest, GivenASeparableCostCoordinateSearchFindsTheOptimumWithFewEvaluations) {
+  std::vector<TunableParam> params = {{"A", "1", {"1", "2", "4", "8", "16"}},
+                                      {"B", "1", {"1", "2", "4", "8"}},
+                                      {"C", "0", {"0", "1", "2", "3", "4", "5"}}};
+  CoordinateSearch search(params);
+  auto cost = [](const TuneConfig& c) {
+    double a = std::stod(c.at("A")), b = std::stod(c.at("B")), cc = std::stod(c.at("C"));
+    return (a - 8) * (a - 8) + (b - 2) * (b - 2) + (cc - 3) * (cc - 3) + 1;
+  };
+  while (auto c = search.Next()) search.Report(*c, cost(*c));
+  EXPECT_EQ(search.best().at("A"), "8");
+  EXPECT_EQ(search.best().at("B"), "2");
+  EXPECT_EQ(search.best().at("C"), "3");
+  EXPECT_LT(search.evaluations(), search.space_size() / 4);  // 120 configurations
+}
+
+TEST(TunerTest, GivenFailingConfigurationsTheyAreSkipped) {
+  CoordinateSearch search({{"T", "2", {"1", "2", "4"}}});
+  while (auto c = search.Next()) search.Report(*c, c->at("T") == "4" ? std::nullopt : std::optional<double>(c->at("T") == "1" ? 1.0 : 2.0));
+  EXPECT_EQ(search.best().at("T"), "1");
+}
+
+TEST(AnalystTest, GivenLowSolTheRulesSayParallelism) {
+  nlohmann::json p = {{"roofline", {{"sol_percent", 3.0}, {"bound", "compute"}}}};
+  Recommendation r = RuleAnalyst(p);
+  EXPECT_NE(r.bottleneck.find("parallelism"), std::string::npos);
+  EXPECT_EQ(r.source, "rules");
+}
+
+TEST(AnalystTest, GivenAMemoryBoundKernelAtModerateSolTheRulesSayMemoryAccess) {
+  Recommendation r = RuleAnalyst({{"roofline", {{"sol_percent", 30.0}, {"bound", "memory"}}}});
+  EXPECT_NE(r.bottleneck.find("memory"), std::string::npos);
+  EXPECT_NE(r.expected_gain.find("3.3x"), std::string::npos);
+}
+
+TEST(AnalystTest, GivenAModelAnswerWithProseTheJsonIsParsed) {
+  auto r = ParseRecommendation("Sure!\n```json\n{\"bottleneck\": \"bw\", \"evidence\": \"e\", \"change\": \"tile\", \"expected_gain\": \"2x\"}\n```");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->change, "tile");
+  EXPECT_FALSE(ParseRecommendation("no json here").ok());
+}
+
+}  // namespace
+}  // namespace kforge

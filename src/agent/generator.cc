@@ -1,0 +1,95 @@
+#include "agent/generator.h"
+
+#include <sstream>
+
+#include "agent/prompt_template.h"
+#include "base/files.h"
+
+namespace kforge {
+
+using nlohmann::json;
+
+namespace {
+
+// The first lines that mention an error, and a few after each: what a model needs to fix a
+// compile error without the noise of notes and instantiation stacks.
+std::string TrimCompilerOutput(const std::string& log) {
+  std::istringstream in(log);
+  std::string line, out;
+  int keep = 0, errors = 0;
+  while (std::getline(in, line) && errors <= 5) {
+    if (line.find("error") != std::string::npos) {
+      keep = 3;
+      ++errors;
+    }
+    if (keep-- > 0) out += line + "\n";
+  }
+  return out.empty() ? TailLines(log, 20, 4000) : out;
+}
+
+}  // namespace
+
+std::string VerdictFeedback(const json& v) {
+  std::string status = v.value("status", "");
+  std::string out = "Status: " + status + "\n" + v.value("message", "") + "\n";
+  if (status == "compile_error") out += "\nCompiler errors:\n```\n" + TrimCompilerOutput(v.value("compiler_output", "")) + "```\n";
+  for (const json& t : v.value("trials", json::array())) {
+    if (t.value("pass", true)) continue;
+    out += "\nFailing trial: sizes " + t.value("sizes", json::object()).dump() + ", seed " + std::to_string(t.value("seed", 0)) + "\n";
+    for (const auto& [name, o] : t.value("outputs", json::object()).items()) {
+      if (o.value("pass", true) && o.value("deterministic", true)) continue;
+      out += "output " + name + ": " + o.value("reason", "") + "; max abs error " + std::to_string(o.value("max_abs_error", 0.0)) +
+             ", rms-relative error " + std::to_string(o.value("rms_rel_error", 0.0)) + "\nfirst mismatches (index: got vs want): ";
+      for (const json& m : o.value("first_mismatches", json::array())) out += m["coords"].dump() + ": " + m["got"].dump() + " vs " + m["want"].dump() + "; ";
+      out += "\n";
+    }
+  }
+  if (v.contains("timing")) {
+    const json& t = v["timing"];
+    out += "\nMedian time " + std::to_string(t.value("median_ms", 0.0)) + " ms";
+    if (v.contains("roofline")) out += ", " + std::to_string(v["roofline"].value("sol_percent", 0.0)) + "% of the speed-of-light floor";
+    out += "\n";
+  }
+  return out;
+}
+
+Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {
+  const Problem& p = *c.problem;
+  KF_ASSIGN_OR_RETURN(std::string toml, ReadFile(p.path));
+  KF_ASSIGN_OR_RETURN(std::string reference, ReadFile(p.reference));
+  KF_ASSIGN_OR_RETURN(std::string files, BackendPromptSection(c.backend, "answer-format"));
+  KF_ASSIGN_OR_RETURN(std::string example, BackendPromptSection(c.backend, "example"));
+  Result<std::string> abi = ReadFile(DataDir() / "docs" / ("abi-" + c.backend + ".md"));
+  TemplateVars vars = {{"backend", c.backend}, {"backend_files", files}};
+  KF_ASSIGN_OR_RETURN(std::string system, RenderPrompt("generator_system.md", vars));
+  KF_ASSIGN_OR_RETURN(std::string task, RenderPrompt("task_" + c.task + ".md", vars));
+  std::string deny;
+  for (const std::string& d : c.deny) deny += "- `" + d + "`\n";
+  vars.insert({{"problem_name", p.name}, {"problem_description", p.description}, {"problem_toml", toml},
+               {"reference_source", reference}, {"abi", abi.ok() ? *abi : "(see kforge's ABI header)"},
+               {"example", example}, {"transfer", c.transfer}, {"transfer_backend", c.transfer_backend},
+               {"previous", c.previous}, {"verdict_status", c.verdict_status},
+               {"verdict_feedback", c.verdict_feedback}, {"recommendation", c.recommendation},
+               {"memory", c.memory}, {"instructions", c.instructions}, {"context", c.context},
+               {"deny", deny}, {"task", task}});
+  KF_ASSIGN_OR_RETURN(std::string user, RenderPrompt("generate.md", vars));
+  llm::ChatRequest req;
+  req.system = system;
+  req.messages.push_back(llm::Message::User(user));
+  return req;
+}
+
+json RequestToJson(const llm::ChatRequest& r) {
+  json msgs = json::array();
+  for (const llm::Message& m : r.messages) {
+    json parts = json::array();
+    for (const llm::ContentPart& part : m.parts) {
+      if (part.is_image()) parts.push_back({{"image", part.mime_type}, {"bytes", part.data.size()}});
+      else parts.push_back({{"text", part.text}});
+    }
+    msgs.push_back({{"role", m.role == llm::Role::kUser ? "user" : "assistant"}, {"parts", parts}});
+  }
+  return {{"system", r.system}, {"messages", msgs}, {"model", r.options.model}};
+}
+
+}  // namespace kforge

@@ -1,0 +1,43 @@
+// The generation agent: builds its prompt from the template files and the run's state, and
+// turns the model's answer into candidate files.
+#ifndef KFORGE_AGENT_GENERATOR_H_
+#define KFORGE_AGENT_GENERATOR_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/llm/llm.h"
+#include "kforge/problem.h"
+
+namespace kforge {
+
+struct GenerationContext {
+  const Problem* problem = nullptr;
+  std::string backend;
+  std::string task;              // "first", "repair", "optimize"
+  std::string previous;          // previous candidate (main file + program file), or empty
+  std::string verdict_status;    // of the previous candidate
+  std::string verdict_feedback;  // VerdictFeedback() of it
+  std::string recommendation;    // the analyst's latest, as text
+  std::string memory;            // approaches that failed, one per line
+  std::string transfer, transfer_backend;  // a working kernel for another backend
+  std::string instructions;      // the user's own instructions
+  std::string context;           // the user's context files, concatenated with headers
+  std::vector<std::string> deny; // code patterns the user forbids
+};
+
+// The request for the model. Fails when a template or the problem's files cannot be read.
+Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& ctx);
+
+// What the model needs to know about a verdict: status, message, compiler errors trimmed to
+// the first errors, first mismatches and error statistics, the runtime error or timeout.
+std::string VerdictFeedback(const nlohmann::json& verdict);
+
+// The request as JSON for the run store and artifacts (text parts only; images noted by size).
+nlohmann::json RequestToJson(const llm::ChatRequest& request);
+
+}  // namespace kforge
+
+#endif  // KFORGE_AGENT_GENERATOR_H_

@@ -1,0 +1,422 @@
+// CUDA as a kforge device, through the driver API loaded at run time.
+//
+// One device, its primary context made current (so the candidate's runtime-API launches and
+// kforge's driver calls share a context), one blocking stream created for this worker, two
+// timing events. A launch: event, kf_cuda_run, event, cuCtxSynchronize (device-wide: work the
+// candidate queued elsewhere is finished before outputs are read), host clock around it all.
+#include "backend/cuda/cuda_device.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#define KF_CUDA_NO_RUNTIME_HEADER
+#include "abi/kforge_cuda.h"
+#include "backend/cuda/cuda_driver.h"
+#include "backend/host_args.h"
+
+namespace kforge {
+
+namespace {
+
+// PTX of peaks.cu, or "" when nvcc was not found at build time.
+const char kPeaksPtx[] =
+#include "backend/cuda/peaks.ptx.inc"
+    ;
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+using RunFn = int (*)(const kf_cuda_args*);
+using ScratchFn = int64_t (*)(const kf_cuda_args*);
+
+class CudaDevice : public Device {
+ public:
+  CudaDevice(const cu::Api* api, int index) : api_(*api), index_(index) {}
+  ~CudaDevice() override;
+  Status Init();
+
+  nlohmann::json Fingerprint() override;
+  int64_t LastLevelCacheBytes() override { return Attr(cu::kAttrL2CacheBytes); }
+  Result<BufferId> Alloc(size_t bytes) override;
+  Status Write(BufferId b, const void* src, size_t bytes) override;
+  Status Read(BufferId b, void* dst, size_t bytes) override;
+  Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) override;
+  Status FlushCaches() override;
+  Status Synchronize() override { return Check(api_.CtxSynchronize(), "cuCtxSynchronize"); }
+  Status Load(const KernelSpec& spec) override;
+  Result<int64_t> ScratchBytes(const LaunchArgs& args) override;
+  Result<LaunchTiming> Launch(const LaunchArgs& args) override;
+  nlohmann::json PrecisionReport() override;
+  Result<Peaks> MeasurePeaks() override;
+
+ private:
+  struct CudaArgs {
+    std::vector<kf_cuda_tensor> inputs, outputs;
+    std::vector<kf_attr> attrs;
+    kf_cuda_args args{};
+  };
+  Status Check(cu::Result_t e, const char* what) const {
+    return e == cu::kSuccess ? Status::Ok()
+                             : Status::Unavailable(std::string(what) + " failed: " + cu::ErrorText(api_, e));
+  }
+  int Attr(int attribute) const {
+    int v = 0;
+    api_.DeviceGetAttribute(&v, attribute, device_);
+    return v;
+  }
+  void* Ptr(BufferId b) const { return b < 0 ? nullptr : reinterpret_cast<void*>(buffers_[b]); }
+  void MakeArgs(const LaunchArgs& a, CudaArgs* out);
+  Status ResetPersistingL2();
+  Result<double> TimeKernel(cu::Function fn, unsigned grid, unsigned block, void** params, int reps);
+  Result<double> PeakBandwidth(cu::Function copy);
+  Result<double> PeakFma(cu::Function fma);
+  Result<double> PeakMma(cu::Function mma);
+
+  const cu::Api& api_;
+  int index_;
+  cu::Device device_ = 0;
+  cu::Context ctx_ = nullptr;
+  cu::Stream stream_ = nullptr;
+  cu::Event start_ = nullptr, end_ = nullptr;
+  std::vector<cu::DevicePtr> buffers_;
+  cu::DevicePtr flush_ = 0;
+  size_t flush_bytes_ = 0;
+  unsigned char flush_value_ = 0;
+  int flushes_ = 0, l2_resets_ = 0;
+  RunFn run_ = nullptr;
+  ScratchFn scratch_ = nullptr;
+  char error_[16384] = {};
+};
+
+CudaDevice::~CudaDevice() {
+  // After a device error every call fails; the worker process ends right after anyway.
+  for (cu::DevicePtr p : buffers_) api_.MemFree(p);
+  if (flush_) api_.MemFree(flush_);
+  if (start_) api_.EventDestroy(start_);
+  if (end_) api_.EventDestroy(end_);
+  if (stream_) api_.StreamDestroy(stream_);
+  if (ctx_) api_.DevicePrimaryCtxRelease(device_);
+}
+
+Status CudaDevice::Init() {
+  KF_RETURN_IF_ERROR(Check(api_.DeviceGet(&device_, index_), "cuDeviceGet"));
+  KF_RETURN_IF_ERROR(Check(api_.DevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain"));
+  KF_RETURN_IF_ERROR(Check(api_.CtxSetCurrent(ctx_), "cuCtxSetCurrent"));
+  // A blocking stream: work a candidate queues on the legacy default stream by mistake is
+  // ordered with it, so the events still bracket it.
+  KF_RETURN_IF_ERROR(Check(api_.StreamCreate(&stream_, 0), "cuStreamCreate"));
+  KF_RETURN_IF_ERROR(Check(api_.EventCreate(&start_, 0), "cuEventCreate"));
+  return Check(api_.EventCreate(&end_, 0), "cuEventCreate");
+}
+
+nlohmann::json CudaDevice::Fingerprint() {
+  char name[256] = {};
+  api_.DeviceGetName(name, sizeof(name), device_);
+  int driver = 0;
+  api_.DriverGetVersion(&driver);
+  size_t mem = 0;
+  api_.DeviceTotalMem(&mem, device_);
+  int major = Attr(cu::kAttrComputeMajor), minor = Attr(cu::kAttrComputeMinor);
+  return {{"kind", "gpu"},
+          {"name", name},
+          {"vendor", "NVIDIA"},
+          {"arch", "sm_" + std::to_string(major) + std::to_string(minor)},
+          {"compute_capability", std::to_string(major) + "." + std::to_string(minor)},
+          {"driver", "CUDA driver " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10)},
+          {"sm_count", Attr(cu::kAttrSmCount)},
+          {"clock_mhz", Attr(cu::kAttrClockRateKhz) / 1000},
+          {"memory_clock_mhz", Attr(cu::kAttrMemoryClockKhz) / 1000},
+          {"memory_bus_bits", Attr(cu::kAttrMemoryBusWidth)},
+          {"l2_bytes", Attr(cu::kAttrL2CacheBytes)},
+          {"max_persisting_l2_bytes", Attr(cu::kAttrMaxPersistingL2Bytes)},
+          {"global_mem_bytes", mem},
+          {"pci_bus", Attr(cu::kAttrPciBusId)},
+          {"device_index", index_}};
+}
+
+Result<BufferId> CudaDevice::Alloc(size_t bytes) {
+  cu::DevicePtr p = 0;
+  KF_RETURN_IF_ERROR(Check(api_.MemAlloc(&p, std::max<size_t>(bytes, 256)), "cuMemAlloc"));
+  buffers_.push_back(p);
+  return static_cast<BufferId>(buffers_.size() - 1);
+}
+
+Status CudaDevice::Write(BufferId b, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  KF_RETURN_IF_ERROR(Synchronize());
+  return Check(api_.MemcpyHtoD(buffers_[b], src, bytes), "cuMemcpyHtoD");
+}
+
+Status CudaDevice::Read(BufferId b, void* dst, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  KF_RETURN_IF_ERROR(Synchronize());
+  return Check(api_.MemcpyDtoH(dst, buffers_[b], bytes), "cuMemcpyDtoH");
+}
+
+Status CudaDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) {
+  size_t n = bytes / pattern_bytes;
+  if (n == 0) return Status::Ok();
+  cu::DevicePtr p = buffers_[b];
+  switch (pattern_bytes) {
+    case 1: return Check(api_.MemsetD8Async(p, *static_cast<const unsigned char*>(pattern), n, stream_), "cuMemsetD8Async");
+    case 2: { uint16_t v; std::memcpy(&v, pattern, 2); return Check(api_.MemsetD16Async(p, v, n, stream_), "cuMemsetD16Async"); }
+    case 4: { uint32_t v; std::memcpy(&v, pattern, 4); return Check(api_.MemsetD32Async(p, v, n, stream_), "cuMemsetD32Async"); }
+    default: {  // 8-byte patterns (float64 NaNs, int64 sentinels): through the host
+      std::vector<unsigned char> host(n * pattern_bytes);
+      FillPattern(host.data(), pattern, pattern_bytes, host.size());
+      return Write(b, host.data(), host.size());
+    }
+  }
+}
+
+// Persisting-L2 lines and access-policy windows survive a plain flush (EVALUATION.md 3).
+Status CudaDevice::ResetPersistingL2() {
+  cu::StreamAttrValue none{};
+  none.access_policy_window.num_bytes = 0;
+  KF_RETURN_IF_ERROR(Check(api_.StreamSetAttribute(stream_, cu::kStreamAttrAccessPolicyWindow, &none),
+                           "cuStreamSetAttribute(access policy window)"));
+  if (Attr(cu::kAttrMaxPersistingL2Bytes) <= 0) return Status::Ok();  // no persisting L2 here
+  KF_RETURN_IF_ERROR(Check(api_.CtxSetLimit(cu::kLimitPersistingL2CacheSize, 0), "cuCtxSetLimit(persisting L2)"));
+  KF_RETURN_IF_ERROR(Check(api_.CtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache"));
+  ++l2_resets_;
+  return Status::Ok();
+}
+
+Status CudaDevice::FlushCaches() {
+  if (!flush_) {
+    flush_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), 64 << 20));
+    KF_RETURN_IF_ERROR(Check(api_.MemAlloc(&flush_, flush_bytes_), "cuMemAlloc (cache flush)"));
+  }
+  KF_RETURN_IF_ERROR(ResetPersistingL2());
+  KF_RETURN_IF_ERROR(Check(api_.MemsetD8Async(flush_, ++flush_value_, flush_bytes_, stream_), "cuMemsetD8Async (cache flush)"));
+  ++flushes_;
+  return Synchronize();
+}
+
+Status CudaDevice::Load(const KernelSpec& spec) {
+  void* lib = dlopen(spec.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return Status::InvalidArgument(std::string("cannot load candidate: ") + dlerror());
+  run_ = reinterpret_cast<RunFn>(dlsym(lib, spec.entry.c_str()));
+  if (!run_)
+    return Status::InvalidArgument("candidate exports no function '" + spec.entry +
+                                   "'; declare it KF_EXPORT int kf_cuda_run(const kf_cuda_args*) (see kforge_cuda.h)");
+  scratch_ = reinterpret_cast<ScratchFn>(dlsym(lib, "kf_cuda_scratch_bytes"));
+  return Status::Ok();
+}
+
+void CudaDevice::MakeArgs(const LaunchArgs& a, CudaArgs* out) {
+  auto tensor = [this](const LaunchTensor& t) {
+    kf_cuda_tensor k{};
+    FillAbiTensor(t, &k);
+    k.data = Ptr(t.buffer);
+    return k;
+  };
+  for (const LaunchTensor& t : a.inputs) out->inputs.push_back(tensor(t));
+  for (const LaunchTensor& t : a.outputs) out->outputs.push_back(tensor(t));
+  out->attrs = MakeAbiAttrs(a.attrs);
+  kf_cuda_args& c = out->args;
+  c.abi_version = KF_ABI_VERSION;
+  c.device = index_;
+  c.stream = reinterpret_cast<cudaStream_t>(stream_);
+  c.n_inputs = static_cast<int32_t>(out->inputs.size());
+  c.inputs = out->inputs.data();
+  c.n_outputs = static_cast<int32_t>(out->outputs.size());
+  c.outputs = out->outputs.data();
+  c.n_attrs = static_cast<int32_t>(out->attrs.size());
+  c.attrs = out->attrs.data();
+  c.scratch = Ptr(a.scratch);
+  c.scratch_bytes = a.scratch_bytes;
+  c.sm_count = Attr(cu::kAttrSmCount);
+  c.compute_capability = Attr(cu::kAttrComputeMajor) * 10 + Attr(cu::kAttrComputeMinor);
+  c.error = error_;
+  c.error_capacity = sizeof(error_);
+}
+
+Result<int64_t> CudaDevice::ScratchBytes(const LaunchArgs& args) {
+  if (!scratch_) return int64_t{0};
+  CudaArgs c;
+  MakeArgs(args, &c);
+  int64_t n = scratch_(&c.args);
+  if (n < 0 || n > (int64_t{64} << 30))
+    return Status::InvalidArgument("kf_cuda_scratch_bytes returned " + std::to_string(n));
+  return n;
+}
+
+Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
+  CudaArgs c;
+  MakeArgs(args, &c);
+  error_[0] = '\0';
+  KF_RETURN_IF_ERROR(Check(api_.CtxSetCurrent(ctx_), "cuCtxSetCurrent"));
+  double h0 = NowMs();
+  KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "cuEventRecord"));
+  int rc = run_(&c.args);
+  cu::Result_t recorded = api_.EventRecord(end_, stream_);
+  cu::Result_t synced = api_.CtxSynchronize();  // device-wide: side streams finish too
+  double h1 = NowMs();
+  if (rc != 0)
+    return Status::InvalidArgument("kf_cuda_run returned " + std::to_string(rc) +
+                                   (error_[0] ? std::string(": ") + error_ : std::string()));
+  if (synced != cu::kSuccess)
+    return Status::Unavailable("the device failed after the launch: " + cu::ErrorText(api_, synced) +
+                               " (the context is lost; kforge discards this worker)");
+  KF_RETURN_IF_ERROR(Check(recorded, "cuEventRecord"));
+  float ms = 0;
+  KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&ms, start_, end_), "cuEventElapsedTime"));
+  return LaunchTiming{ms, h1 - h0};
+}
+
+nlohmann::json CudaDevice::PrecisionReport() {
+  // nvcc flags are fixed by kforge (no --use_fast_math, IEEE division and sqrt, FMA
+  // contraction on as nvcc's default); fast intrinsics and tensor-core math in the source are
+  // policed by the static check and the tolerance.
+  return {{"build_options", nlohmann::json::array({"nvcc -O3 (no --use_fast_math)"})},
+          {"fast_math_options", nlohmann::json::array()},
+          {"cache_flushes", flushes_},
+          {"persisting_l2_resets", l2_resets_}};
+}
+
+Result<double> CudaDevice::TimeKernel(cu::Function fn, unsigned grid, unsigned block, void** params, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps + 1; ++r) {
+    KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "cuEventRecord"));
+    KF_RETURN_IF_ERROR(Check(api_.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel (peaks)"));
+    KF_RETURN_IF_ERROR(Check(api_.EventRecord(end_, stream_), "cuEventRecord"));
+    KF_RETURN_IF_ERROR(Synchronize());
+    float ms = 0;
+    KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&ms, start_, end_), "cuEventElapsedTime"));
+    if (r > 0) best = std::min(best, static_cast<double>(ms));  // the first run warms up
+  }
+  return best;
+}
+
+Result<double> CudaDevice::PeakBandwidth(cu::Function copy) {
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(16 * LastLevelCacheBytes(), 1ll << 30));
+  KF_ASSIGN_OR_RETURN(BufferId src, Alloc(bytes));
+  KF_ASSIGN_OR_RETURN(BufferId dst, Alloc(bytes));
+  unsigned char zero = 0;
+  KF_RETURN_IF_ERROR(Fill(src, &zero, 1, bytes));
+  KF_RETURN_IF_ERROR(Fill(dst, &zero, 1, bytes));
+  double ms = 0;
+  if (copy) {
+    cu::DevicePtr s = buffers_[src], d = buffers_[dst];
+    unsigned long long n = bytes / 16;
+    void* params[] = {&s, &d, &n};
+    KF_ASSIGN_OR_RETURN(ms, TimeKernel(copy, static_cast<unsigned>(Attr(cu::kAttrSmCount) * 8), 512, params, 5));
+  } else {
+    ms = 1e30;
+    for (int r = 0; r < 6; ++r) {
+      api_.EventRecord(start_, stream_);
+      KF_RETURN_IF_ERROR(Check(api_.MemcpyDtoDAsync(buffers_[dst], buffers_[src], bytes, stream_), "cuMemcpyDtoDAsync"));
+      api_.EventRecord(end_, stream_);
+      KF_RETURN_IF_ERROR(Synchronize());
+      float t = 0;
+      api_.EventElapsedTime(&t, start_, end_);
+      if (r > 0) ms = std::min(ms, static_cast<double>(t));
+    }
+  }
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+Result<double> CudaDevice::PeakFma(cu::Function fma) {
+  unsigned grid = static_cast<unsigned>(Attr(cu::kAttrSmCount) * 8), block = 256;
+  KF_ASSIGN_OR_RETURN(BufferId out, Alloc(size_t{grid} * block * 4));
+  cu::DevicePtr o = buffers_[out];
+  float a = 0.999999f, b = 1e-7f;
+  int iters = 8192;
+  void* params[] = {&o, &a, &b, &iters};
+  KF_ASSIGN_OR_RETURN(double ms, TimeKernel(fma, grid, block, params, 3));
+  double flops = 2.0 * 8 * iters * double(grid) * block;
+  return flops / (ms * 1e-3) / 1e9;
+}
+
+Result<double> CudaDevice::PeakMma(cu::Function mma) {
+  unsigned grid = static_cast<unsigned>(Attr(cu::kAttrSmCount) * 4), block = 256;
+  KF_ASSIGN_OR_RETURN(BufferId out, Alloc(size_t{grid} * block * 4));
+  cu::DevicePtr o = buffers_[out];
+  unsigned seed = 12345;
+  int iters = 4096;
+  void* params[] = {&o, &seed, &iters};
+  KF_ASSIGN_OR_RETURN(double ms, TimeKernel(mma, grid, block, params, 3));
+  double warps = double(grid) * block / 32;
+  double flops = warps * iters * 4 * (2.0 * 16 * 8 * 16);
+  return flops / (ms * 1e-3) / 1e9;
+}
+
+Result<Peaks> CudaDevice::MeasurePeaks() {
+  Peaks p;
+  cu::Module module = nullptr;
+  cu::Function copy = nullptr, fma = nullptr, mma = nullptr;
+  if (kPeaksPtx[0] && api_.ModuleLoadData(&module, kPeaksPtx) == cu::kSuccess) {
+    api_.ModuleGetFunction(&copy, module, "kf_copy");
+    api_.ModuleGetFunction(&fma, module, "kf_fma");
+    api_.ModuleGetFunction(&mma, module, "kf_mma_bf16");
+  }
+  KF_ASSIGN_OR_RETURN(p.bandwidth_gbs, PeakBandwidth(copy));
+  double theoretical = 2.0 * 128 * Attr(cu::kAttrSmCount) * Attr(cu::kAttrClockRateKhz) * 1e3 / 1e9;
+  p.detail = {{"bandwidth", copy ? "best of 5 runs of kf_copy (peaks.cu, float4 grid-stride) over 16x L2 (>= 1 GiB), read+write bytes"
+                                 : "best of 5 cuMemcpyDtoDAsync over 16x L2 (>= 1 GiB), read+write bytes (no peaks PTX in this build)"},
+              {"fp32_theoretical_gflops", theoretical}};
+  if (fma) {
+    KF_ASSIGN_OR_RETURN(p.fp32_gflops, PeakFma(fma));
+    p.detail["fp32"] = "best of 3 runs of kf_fma (peaks.cu): 8 FMA chains per thread, 8 blocks of 256 per SM";
+  } else {
+    p.fp32_gflops = theoretical;
+    p.detail["fp32"] = "theoretical: 128 FP32 lanes x 2 flops x SMs x clock (no peaks PTX in this build)";
+  }
+  if (mma) {
+    Result<double> t = PeakMma(mma);
+    if (t.ok()) p.detail["tensor_bf16_gflops"] = *t;
+    p.detail["tensor_bf16"] = t.ok() ? "best of 3 runs of kf_mma_bf16 (mma.sync m16n8k16, fp32 accumulate)" : t.status().message();
+  }
+  return p;
+}
+
+Result<int> DeviceCount(const cu::Api& api) {
+  int n = 0;
+  cu::Result_t e = api.DeviceGetCount(&n);
+  if (e != cu::kSuccess) return Status::Unavailable("cuDeviceGetCount failed: " + cu::ErrorText(api, e));
+  if (n == 0) return Status::Unavailable("the NVIDIA driver reports no CUDA device (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
+  return n;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ListCudaDevices() {
+  KF_ASSIGN_OR_RETURN(const cu::Api* api, cu::LoadCudaDriver());
+  KF_ASSIGN_OR_RETURN(int n, DeviceCount(*api));
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    cu::Device d = 0;
+    api->DeviceGet(&d, i);
+    char name[256] = {};
+    api->DeviceGetName(name, sizeof(name), d);
+    int major = 0, minor = 0, sms = 0;
+    api->DeviceGetAttribute(&major, cu::kAttrComputeMajor, d);
+    api->DeviceGetAttribute(&minor, cu::kAttrComputeMinor, d);
+    api->DeviceGetAttribute(&sms, cu::kAttrSmCount, d);
+    size_t mem = 0;
+    api->DeviceTotalMem(&mem, d);
+    out.push_back(std::string(name) + " (sm_" + std::to_string(major) + std::to_string(minor) + ", " +
+                  std::to_string(sms) + " SMs, " + std::to_string(mem >> 30) + " GiB)");
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Device>> NewCudaDevice(int index) {
+  KF_ASSIGN_OR_RETURN(const cu::Api* api, cu::LoadCudaDriver());
+  KF_ASSIGN_OR_RETURN(int n, DeviceCount(*api));
+  if (index < 0 || index >= n)
+    return Status::NotFound("CUDA device " + std::to_string(index) + " does not exist; there are " +
+                            std::to_string(n) + " (see `kforge doctor`)");
+  auto dev = std::make_unique<CudaDevice>(api, index);
+  KF_RETURN_IF_ERROR(dev->Init());
+  return std::unique_ptr<Device>(std::move(dev));
+}
+
+}  // namespace kforge

@@ -1,0 +1,107 @@
+// Specifications of the evaluation gates on a real CUDA device, end to end through the
+// sandboxed worker, with the broken kernels in src/eval/testdata/bad_cuda/. Every case skips,
+// with the probe's reason, where no CUDA device is usable (CI has none).
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "backend/registry.h"
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "eval/compiler.h"
+#include "kforge/eval.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kData = KFORGE_EVAL_TESTDATA;
+
+class CudaEvalTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    static std::string dir = MakeTempDir("cudaeval-cache").value().string();
+    chmod(dir.c_str(), 0755);
+    setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
+    setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
+  }
+  void SetUp() override {
+    Result<std::string> arch = DeviceArch(*runner_, *FindBackend("cuda"), 0);
+    if (!arch.ok()) GTEST_SKIP() << "no usable CUDA device here: " << arch.status().message();
+  }
+  Verdict Eval(const std::string& name, double timeout = 60) {
+    Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    EvalOptions o;
+    o.backend = "cuda";
+    o.budget_ms = 50;
+    o.min_runs = 5;
+    o.max_runs = 30;
+    o.timeout_seconds = timeout;
+    o.baselines = false;
+    o.sanitize = sanitize_;
+    Result<Verdict> v = Evaluate(*p, kData / "bad_cuda" / (name + ".cu"), o, *runner_);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Verdict{};
+  }
+  std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
+  bool sanitize_ = false;
+};
+
+TEST_F(CudaEvalTest, GivenACorrectKernelItIsJudgedCorrectWithResourcesAndFingerprint) {
+  Verdict v = Eval("control_good");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
+  ASSERT_TRUE(v.timing.has_value());
+  EXPECT_GT(v.timing->median_ms, 0);
+  EXPECT_GT(v.sol_percent, 0);
+  nlohmann::json j = v.ToJson();
+  EXPECT_FALSE(j["resources"]["kernels"].empty()) << j.dump(1);
+  EXPECT_EQ(j["fingerprint"]["device"]["arch"], j["fingerprint"]["arch"]);
+  EXPECT_GT(j["fingerprint"]["device"]["l2_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(j["precision"]["persisting_l2_resets"].get<int>() + 1, 0);
+}
+
+TEST_F(CudaEvalTest, GivenAWildPointerItIsARuntimeErrorNamingTheDeviceError) {
+  Verdict v = Eval("illegal_address");
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError);
+  EXPECT_NE(v.message.find("ILLEGAL_ADDRESS"), std::string::npos) << v.message;
+}
+
+TEST_F(CudaEvalTest, GivenAnEndlessKernelItTimesOut) {
+  auto t0 = std::chrono::steady_clock::now();
+  Verdict v = Eval("endless_loop", 10);
+  EXPECT_EQ(v.status, VerdictStatus::kTimeout) << v.message;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 90);
+}
+
+TEST_F(CudaEvalTest, GivenAWrongResultItIsWrongOutput) {
+  EXPECT_EQ(Eval("wrong_result").status, VerdictStatus::kWrongOutput);
+}
+
+TEST_F(CudaEvalTest, GivenWorkOnAHiddenSideStreamTheHostTimeGateCatchesIt) {
+  Verdict v = Eval("side_stream_hidden");
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+  EXPECT_EQ(v.gate, "host_time") << v.message;
+}
+
+TEST_F(CudaEvalTest, GivenAStaleOutputReplayItIsWrongOutput) {
+  EXPECT_EQ(Eval("stale_output").status, VerdictStatus::kWrongOutput);
+}
+
+TEST_F(CudaEvalTest, GivenSanitizeTheMemcheckReportIsInTheVerdict) {
+  sanitize_ = true;
+  Verdict v = Eval("control_good");
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  ASSERT_TRUE(v.sanitizer.contains("runs")) << v.sanitizer.dump(1);
+  const nlohmann::json& run = v.sanitizer["runs"][0];
+  if (run.contains("error") && run["error"].get<std::string>().find("not found") != std::string::npos)
+    GTEST_SKIP() << run["error"];
+  EXPECT_EQ(run["errors"], 0) << run.dump(1);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,189 @@
+// `kforge optimize`, `kforge resume`, `kforge runs`, `kforge show`: the forge loop and its record.
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/subprocess.h"
+#include "cli/commands.h"
+#include "kforge/llm/session.h"
+#include "loop/forge.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct LoopFlags {
+  ForgeOptions options;
+  std::string llm_config;
+  int64_t run_id = 0;
+  int64_t attempt = 0;
+  bool json = false;
+};
+
+Result<std::unique_ptr<RunStore>> OpenStore() { return RunStore::Open(WorkspaceDir() / "runs.db"); }
+
+// The model to use: --llm, else $KFORGE_LLM, else the config's default_model; empty = offline.
+std::string ChooseModel(const LoopFlags& f, const llm::LlmConfig& config) {
+  if (!f.options.model.empty()) return f.options.model;
+  if (const char* env = std::getenv("KFORGE_LLM")) return env;
+  return config.default_model;
+}
+
+void PrintSummary(const ForgeSummary& s, bool offline) {
+  fmt::print("run {} {}: {}\n", s.run_id, s.status, s.stop_reason);
+  fmt::print("  attempts {}  llm calls {}  tokens in {} out {}  cost ${:.4f}\n", s.attempts, s.totals.llm_calls,
+             s.totals.input_tokens, s.totals.output_tokens, s.totals.cost_usd);
+  if (s.seed_ms > 0) fmt::print("  seed     {:.4f} ms\n", s.seed_ms);
+  if (s.best_attempt > 0) {
+    fmt::print("  best     {:.4f} ms (attempt {}), SOL {:.1f}%", s.best_ms, s.best_attempt, s.sol_percent);
+    if (s.seed_ms > 0) fmt::print(", {:.2f}x over the seed", s.seed_ms / s.best_ms);
+    fmt::print("\n  kernel   {}\n", s.best_path.string());
+  } else {
+    fmt::print("  no correct kernel\n");
+  }
+  if (offline && s.evaluations_exhaustive > 0)
+    fmt::print("  tuner    {} evaluations; an exhaustive sweep of the same space needs {}\n", s.attempts - 1, s.evaluations_exhaustive);
+}
+
+int RunLoop(LoopFlags& f, bool resume) {
+  Result<std::unique_ptr<RunStore>> store = OpenStore();
+  if (!store.ok()) { fmt::print(stderr, "kforge: {}\n", store.status().message()); return kExitEnvironment; }
+  if (resume) {
+    Result<RunRow> run = (*store)->GetRun(f.run_id);
+    if (!run.ok()) { fmt::print(stderr, "kforge resume: {}\n", run.status().message()); return kExitUsage; }
+    f.options = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
+  }
+  const char* cfg_env = std::getenv("KFORGE_LLM_CONFIG");
+  std::string cfg_path = !f.llm_config.empty() ? f.llm_config : cfg_env ? cfg_env : "";
+  Result<llm::LlmConfig> config = cfg_path.empty() ? Result<llm::LlmConfig>(llm::LlmConfig()) : llm::LoadLlmConfig(cfg_path);
+  if (!config.ok()) { fmt::print(stderr, "kforge: {}\n", config.status().message()); return kExitUsage; }
+  f.options.model = ChooseModel(f, *config);
+  std::unique_ptr<llm::LlmSession> session;
+  std::unique_ptr<llm::LlmClient> generator, analyst;
+  if (!f.options.model.empty()) {
+    Result<std::unique_ptr<llm::LlmSession>> s = llm::LlmSession::Create(*config);
+    if (!s.ok()) { fmt::print(stderr, "kforge: {}\n", s.status().message()); return kExitUsage; }
+    session = std::move(*s);
+    Result<std::unique_ptr<llm::LlmClient>> g = session->NewClient(f.options.model);
+    if (!g.ok()) { fmt::print(stderr, "kforge: {}\n", g.status().message()); return kExitUsage; }
+    generator = std::move(*g);
+    Result<std::unique_ptr<llm::LlmClient>> a = session->NewClient(f.options.analyst_model.empty() ? f.options.model : f.options.analyst_model);
+    if (!a.ok()) { fmt::print(stderr, "kforge: {}\n", a.status().message()); return kExitUsage; }
+    analyst = std::move(*a);
+  } else {
+    fmt::print(stderr, "kforge: no LLM configured (--llm, KFORGE_LLM or a config's default_model): running the offline tuner with the rule-based analyst\n");
+  }
+  std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+  std::unique_ptr<ProgressSink> progress = NewProgressSink(STDERR_FILENO);
+  ForgeDeps deps{store->get(), runner.get(), generator.get(), analyst.get(), progress.get(), WorkspaceDir() / "runs"};
+  Result<ForgeSummary> s = resume ? ResumeRun(f.run_id, deps) : StartRun(f.options, deps);
+  if (!s.ok()) { fmt::print(stderr, "kforge: {}\n", s.status().message()); return s.status().code() == StatusCode::kInvalidArgument || s.status().code() == StatusCode::kNotFound ? kExitUsage : kExitEnvironment; }
+  PrintSummary(*s, !generator);
+  return s->best_attempt > 0 ? kExitOk : kExitVerdict;
+}
+
+int ListRuns() {
+  Result<std::unique_ptr<RunStore>> store = OpenStore();
+  if (!store.ok()) { fmt::print(stderr, "kforge runs: {}\n", store.status().message()); return kExitEnvironment; }
+  Result<std::vector<RunRow>> runs = (*store)->ListRuns();
+  if (!runs.ok()) { fmt::print(stderr, "kforge runs: {}\n", runs.status().message()); return kExitEnvironment; }
+  fmt::print("{:>4} {:<22} {:<26} {:<7} {:<26} {:<12} {:>10} {:>10} {:>8}\n", "id", "created", "problem", "backend", "model", "status", "seed_ms", "best_ms", "cost$");
+  for (const RunRow& r : *runs) {
+    Result<RunTotals> t = (*store)->Totals(r.id);
+    fmt::print("{:>4} {:<22} {:<26} {:<7} {:<26} {:<12} {:>10.4f} {:>10.4f} {:>8.4f}\n", r.id, r.created_at, r.problem, r.backend,
+               r.model.substr(0, 26), r.status, r.seed_ms, r.best_ms, t.ok() ? t->cost_usd : 0.0);
+  }
+  return kExitOk;
+}
+
+int Show(const LoopFlags& f) {
+  Result<std::unique_ptr<RunStore>> store = OpenStore();
+  if (!store.ok()) { fmt::print(stderr, "kforge show: {}\n", store.status().message()); return kExitEnvironment; }
+  Result<RunRow> run = (*store)->GetRun(f.run_id);
+  if (!run.ok()) { fmt::print(stderr, "kforge show: {}\n", run.status().message()); return kExitUsage; }
+  if (f.attempt > 0) {
+    Result<AttemptRow> a = (*store)->GetAttempt(f.run_id, f.attempt);
+    if (!a.ok()) { fmt::print(stderr, "kforge show: {}\n", a.status().message()); return kExitUsage; }
+    fmt::print("attempt {} of run {} ({}, iteration {}, parent {}): {} {}\n", a->number, run->id, a->phase, a->iteration, a->parent, a->state, a->status);
+    if (!a->params_json.empty()) fmt::print("parameters: {}\n", a->params_json);
+    fmt::print("--- source ---\n{}\n", a->source);
+    json extra = json::parse(a->extra_files_json.empty() ? "{}" : a->extra_files_json, nullptr, false);
+    if (extra.contains("program")) fmt::print("--- program ---\n{}\n", extra["program"].get<std::string>());
+    json v = json::parse(a->verdict_json.empty() ? "{}" : a->verdict_json, nullptr, false);
+    fmt::print("--- verdict ---\n{}\n", f.json ? v.dump(1) : v.value("message", ""));
+    Result<std::vector<LlmCallRow>> calls = (*store)->LlmCalls(f.run_id);
+    for (const LlmCallRow& c : calls.ok() ? *calls : std::vector<LlmCallRow>{}) {
+      if (c.attempt != a->number) continue;
+      fmt::print("--- {} call ({}; {} in / {} out tokens; ${:.4f}; {:.0f} ms{}) ---\n", c.agent, c.model, c.input_tokens, c.output_tokens, c.cost_usd, c.latency_ms, c.error.empty() ? "" : "; error: " + c.error);
+      if (f.json) fmt::print("prompt: {}\n", c.prompt_json);
+      fmt::print("{}\n", c.response_text);
+    }
+    return kExitOk;
+  }
+  Result<RunTotals> t = (*store)->Totals(run->id);
+  fmt::print("run {}: {} on {} with {} — {} ({})\n", run->id, run->problem, run->backend, run->model, run->status, run->stop_reason);
+  if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls, {} input + {} output tokens, ${:.4f}, {:.1f} s in stages\n",
+                         t->attempts, t->correct, t->llm_calls, t->input_tokens, t->output_tokens, t->cost_usd, t->stage_seconds);
+  Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
+  fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10} {:>7}  {}\n", "#", "phase", "iter", "state", "status", "median_ms", "SOL%", "params");
+  for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{})
+    fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10.4f} {:>7.1f}  {}\n", a.number, a.phase, a.iteration, a.state, a.status, a.median_ms, a.sol_percent, a.params_json);
+  Result<std::vector<RecommendationRow>> recs = (*store)->Recommendations(run->id);
+  for (const RecommendationRow& r : recs.ok() ? *recs : std::vector<RecommendationRow>{})
+    fmt::print("recommendation for attempt {} ({}): {}\n", r.attempt, r.source, r.json);
+  return kExitOk;
+}
+
+void AddBudgetFlags(CLI::App* cmd, LoopFlags* f) {
+  ForgeOptions& o = f->options;
+  cmd->add_option("--iterations", o.iterations, "Optimization passes (default 5)");
+  cmd->add_option("--candidates", o.candidates, "Candidates per pass, generated in parallel (default 1)");
+  cmd->add_option("--functional-attempts", o.functional_attempts, "Generations to reach a correct kernel (default 4)");
+  cmd->add_option("--max-evals", o.max_evaluations, "Offline tuner: evaluations at most (default 40)");
+  cmd->add_option("--max-tokens", o.max_tokens, "Token budget, 0 = none");
+  cmd->add_option("--max-cost", o.max_cost_usd, "Cost budget in USD, 0 = none");
+  cmd->add_option("--max-time", o.max_seconds, "Wall-time budget in seconds, 0 = none");
+  cmd->add_option("--sol-target", o.sol_target, "Stop when SOL% reaches this, 0 = never");
+  cmd->add_option("--patience", o.patience, "Stop after this many passes without gain (default 2)");
+}
+
+}  // namespace
+
+void AddLoopCommands(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<LoopFlags>();
+  CLI::App* opt = app.add_subcommand("optimize", "Forge a fast verified kernel for a problem (LLM agents, or the offline tuner)");
+  opt->add_option("problem", f->options.problem, "Problem name, folder or problem.toml")->required();
+  opt->add_option("--backend,-b", f->options.backend, "Backend: cpp or opencl (default cpp)");
+  opt->add_option("--llm", f->options.model, "Model, e.g. openai:gpt-5, anthropic:claude-opus-4-6 (docs/llm.md); none = offline");
+  opt->add_option("--analyst-llm", f->options.analyst_model, "Model for the performance analyst (default: --llm)");
+  opt->add_option("--llm-config", f->llm_config, "LLM config file (default $KFORGE_LLM_CONFIG)");
+  opt->add_option("--instructions", f->options.instructions, "Extra instructions for the generation agent");
+  opt->add_option("--context", f->options.context_files, "Context files added to every generation prompt");
+  opt->add_option("--deny", f->options.deny, "A code pattern candidates may not contain (repeatable)");
+  opt->add_option("--transfer", f->options.transfer_file, "A working kernel for another backend to port from");
+  opt->add_option("--transfer-backend", f->options.transfer_backend, "The backend of --transfer");
+  opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
+  opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
+  AddBudgetFlags(opt, f.get());
+  opt->callback([f, exit_code] { *exit_code = RunLoop(*f, false); });
+
+  CLI::App* res = app.add_subcommand("resume", "Continue an interrupted run where it stopped");
+  res->add_option("run", f->run_id, "Run id (see `kforge runs`)")->required();
+  res->add_option("--llm-config", f->llm_config, "LLM config file (default $KFORGE_LLM_CONFIG)");
+  res->callback([f, exit_code] { *exit_code = RunLoop(*f, true); });
+
+  CLI::App* runs = app.add_subcommand("runs", "List the runs of this workspace (.kforge/)");
+  runs->callback([exit_code] { *exit_code = ListRuns(); });
+
+  CLI::App* show = app.add_subcommand("show", "Show a run, or one attempt with its prompts and verdict");
+  show->add_option("run", f->run_id, "Run id")->required();
+  show->add_option("--attempt", f->attempt, "Attempt number");
+  show->add_flag("--json", f->json, "Full verdict and prompts as JSON");
+  show->callback([f, exit_code] { *exit_code = Show(*f); });
+}
+
+}  // namespace kforge

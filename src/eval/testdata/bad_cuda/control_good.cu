@@ -1,0 +1,18 @@
+// Control for the bad_cuda cases: a correct `scale` kernel (y = scale * x + shift) that the
+// broken candidates beside it are variations of.
+#include "kforge_cuda.h"
+
+__global__ void scale_kernel(const float* x, float* y, float s, float b, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = s * x[i] + b;
+}
+
+KF_EXPORT int kf_cuda_run(const kf_cuda_args* a) {
+  long long n = kf_cuda_attr_i(a, "n");
+  float s = (float)kf_cuda_attr_f(a, "scale"), b = (float)kf_cuda_attr_f(a, "shift");
+  const float* x = (const float*)kf_cuda_input(a, "x")->data;
+  float* y = (float*)kf_cuda_output(a, "y")->data;
+  scale_kernel<<<(unsigned)((n + 255) / 256), 256, 0, a->stream>>>(x, y, s, b, n);
+  KF_CUDA_CHECK_LAUNCH(a);
+  return 0;
+}

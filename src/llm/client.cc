@@ -1,0 +1,232 @@
+// HttpLlmClient (client.h).
+#include "llm/client.h"
+
+#include <cstdio>
+
+#include "kforge/llm/secrets.h"
+#include "llm/retry.h"
+
+namespace kforge::llm {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string KeySource(const ProviderSettings& settings) {
+  if (!settings.api_key_file.empty()) return "the key file " + settings.api_key_file;
+  if (!settings.api_key_env.empty()) return "$" + settings.api_key_env;
+  return "the configured key";
+}
+
+std::string_view WireName(WireFormat wire) {
+  switch (wire) {
+    case WireFormat::kOpenAi:
+      return "OpenAI Chat Completions";
+    case WireFormat::kAnthropic:
+      return "Anthropic Messages";
+    case WireFormat::kGemini:
+      return "Gemini generateContent";
+    case WireFormat::kReplay:
+      return "replay";
+  }
+  return "";
+}
+
+// What the user can do about a final error.
+std::string Hint(LlmErrorKind kind, const ProviderSettings& settings, std::string_view model) {
+  switch (kind) {
+    case LlmErrorKind::kAuth:
+      return "check the API key in " + KeySource(settings);
+    case LlmErrorKind::kPermissionDenied:
+      return "the key was accepted but may not do this; check the account or project settings";
+    case LlmErrorKind::kModelNotFound:
+      return "check the model name '" + std::string(model) +
+             "', that this key may use it, and that base_url " + settings.base_url +
+             " is the API root";
+    case LlmErrorKind::kContextTooLong:
+      return "shorten the prompt or choose a model with a longer context window";
+    case LlmErrorKind::kQuotaExhausted:
+      return "waiting will not help: add credit or raise the quota";
+    case LlmErrorKind::kRateLimited:
+      return "lower max_concurrency for this provider or raise retry.max_attempts";
+    case LlmErrorKind::kOverloaded:
+    case LlmErrorKind::kServerError:
+      return "the provider is having trouble; try again later";
+    case LlmErrorKind::kBadResponse:
+      return "the answer does not match the documented " + std::string(WireName(settings.wire)) +
+             " format; check base_url " + settings.base_url;
+    case LlmErrorKind::kConnectionFailed:
+      return "check base_url " + settings.base_url + " and the network and proxy settings";
+    default:
+      return "";
+  }
+}
+
+Status ToStatus(const CallError& error, std::string_view who, const std::string& extra) {
+  std::string detail = error.detail;
+  if (!error.request_id.empty()) detail += " (request id " + error.request_id + ")";
+  if (!extra.empty()) detail += "; " + extra;
+  return MakeLlmError(error.kind, who, detail);
+}
+
+std::string Join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "; " + b;
+}
+
+class HttpLlmClient : public LlmClient {
+ public:
+  HttpLlmClient(ProviderSettings settings, Secret key, ClientEnv env)
+      : settings_(std::move(settings)),
+        key_(std::move(key)),
+        env_(std::move(env)),
+        wire_(NewWire(settings_.wire)),
+        name_(settings_.Name()) {}
+
+  Result<ChatResponse> Complete(const ChatRequest& request) override {
+    ChatRequest effective = WithDefaults(request);
+    const std::string& model = effective.options.model;
+    KF_RETURN_IF_ERROR(CheckVision(effective));
+    KF_RETURN_IF_ERROR(env_.ledger->CheckBudget());
+    KF_ASSIGN_OR_RETURN(HttpRequest http, wire_->BuildRequest(effective, settings_, key_));
+    http.connect_timeout = settings_.connect_timeout;
+    http.total_timeout = settings_.timeout;
+    return Run(http, model);
+  }
+
+  std::string Describe() const override { return name_; }
+
+ private:
+  ChatRequest WithDefaults(const ChatRequest& request) const {
+    ChatRequest effective = request;
+    ChatOptions& options = effective.options;
+    if (options.model.empty()) options.model = settings_.model;
+    if (!options.temperature) options.temperature = settings_.temperature;
+    if (!options.max_output_tokens) options.max_output_tokens = settings_.max_output_tokens;
+    if (options.reasoning_effort == ReasoningEffort::kUnset) {
+      options.reasoning_effort = settings_.reasoning_effort;
+    }
+    return effective;
+  }
+
+  std::string NameFor(const std::string& model) const {
+    if (model == settings_.model) return name_;
+    ProviderSettings other = settings_;
+    other.model = model;
+    return other.Name();
+  }
+
+  Status CheckVision(const ChatRequest& request) const {
+    if (!request.HasImages()) return Status::Ok();
+    ProviderSettings settings = settings_;
+    settings.model = request.options.model;
+    if (ModelHasVision(settings, *env_.prices)) return Status::Ok();
+    return MakeLlmError(LlmErrorKind::kVisionUnsupported, NameFor(settings.model),
+                        "the request has images but model '" + settings.model +
+                            "' is not marked as accepting images; use a vision model, or set "
+                            "vision = true for it in the config or price table if it does");
+  }
+
+  Result<ChatResponse> Run(const HttpRequest& http, const std::string& model) {
+    const auto start = env_.clock->Now();
+    for (int attempt = 1;; ++attempt) {
+      const auto attempt_start = env_.clock->Now();
+      Reply reply = Attempt(http);
+      if (reply.ok()) {
+        ChatResponse& response = *reply.response;
+        response.attempts = attempt;
+        response.latency = Since(attempt_start);
+        response.total_time = Since(start);
+        Account(model, &response);
+        return ReplyToResult(std::move(reply), NameFor(model));
+      }
+      RetryDecision decision = DecideRetry(env_.retry, reply.error, attempt, env_.random01());
+      if (!decision.retry) {
+        std::string hint = Hint(reply.error.kind, settings_, model);
+        return ToStatus(reply.error, NameFor(model), Join(decision.why_not, hint));
+      }
+      LogRetry(reply.error, attempt, decision.wait);
+      env_.clock->SleepFor(decision.wait);
+    }
+  }
+
+  Reply Attempt(const HttpRequest& http) {
+    Result<HttpResponse> response = Post(http);
+    if (!response.ok()) return Reply::Fail(CallErrorFromStatus(response.status()));
+    Reply reply = wire_->ParseReply(*response);
+    AddHeaderFacts(*response, &reply);
+    return reply;
+  }
+
+  Result<HttpResponse> Post(const HttpRequest& http) {
+    ConcurrencyLimiter::Slot slot = env_.limiter->Acquire();
+    return env_.transport->Post(http);
+  }
+
+  // Request id, Retry-After and x-should-retry come from headers, whatever the provider.
+  void AddHeaderFacts(const HttpResponse& http, Reply* reply) const {
+    const std::string* id = http.FindHeader("x-request-id");
+    if (!id) id = http.FindHeader("request-id");
+    if (reply->ok()) {
+      if (id && !id->empty()) reply->response->request_id = *id;
+      return;
+    }
+    CallError& error = reply->error;
+    if (id && error.request_id.empty()) error.request_id = *id;
+    if (!error.retry_after) error.retry_after = RetryAfterFromHeaders(http, env_.clock->WallNow());
+    if (const std::string* verdict = http.FindHeader("x-should-retry")) {
+      if (*verdict == "true") error.should_retry = true;
+      if (*verdict == "false") error.should_retry = false;
+    }
+  }
+
+  void Account(const std::string& model, ChatResponse* response) const {
+    response->cost_usd = env_.prices->Cost(settings_.provider, model, response->usage);
+    env_.ledger->Record(NameFor(model), response->usage, response->cost_usd);
+  }
+
+  void LogRetry(const CallError& error, int attempt, milliseconds wait) const {
+    std::string why = error.retry_after ? " (as the server asked)" : "";
+    env_.log(Redact(name_ + ": attempt " + std::to_string(attempt) + " of " +
+                    std::to_string(env_.retry.max_attempts) + " failed: [" +
+                    std::string(LlmErrorKindTag(error.kind)) + "] " + error.detail +
+                    "; retrying in " + FormatSeconds(wait) + why));
+  }
+
+  milliseconds Since(std::chrono::steady_clock::time_point start) const {
+    return std::chrono::duration_cast<milliseconds>(env_.clock->Now() - start);
+  }
+
+  const ProviderSettings settings_;
+  const Secret key_;
+  const ClientEnv env_;
+  const std::unique_ptr<WireCodec> wire_;
+  const std::string name_;
+};
+
+}  // namespace
+
+Result<ChatResponse> ReplyToResult(Reply reply, std::string_view who) {
+  if (!reply.ok()) return ToStatus(reply.error, who, "");
+  ChatResponse& response = *reply.response;
+  if (response.finish_reason == FinishReason::kContentFilter) {
+    return MakeLlmError(
+        LlmErrorKind::kContentFiltered, who,
+        response.refusal + "; the provider's safety system blocked this, rephrase the request");
+  }
+  return std::move(response);
+}
+
+bool ModelHasVision(const ProviderSettings& settings, const PriceTable& prices) {
+  if (settings.vision) return *settings.vision;
+  const ModelPrice* entry = prices.Find(settings.provider, settings.model);
+  if (entry && entry->vision) return *entry->vision;
+  return settings.vision_default;
+}
+
+std::unique_ptr<LlmClient> NewHttpClient(ProviderSettings settings, Secret key, ClientEnv env) {
+  return std::make_unique<HttpLlmClient>(std::move(settings), std::move(key), std::move(env));
+}
+
+}  // namespace kforge::llm

@@ -1,0 +1,573 @@
+// The forge loop. ForgeRun derives all of its state from the run store, so Run() is the same
+// code for a new run and for a resumed one.
+#include "loop/forge.h"
+
+#include <chrono>
+#include <future>
+
+#include "agent/analyst.h"
+#include "agent/code_extract.h"
+#include "agent/generator.h"
+#include "agent/prompt_template.h"
+#include "agent/tuner.h"
+#include "backend/registry.h"
+#include "base/files.h"
+#include "kforge/problem.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string MainExtension(const std::string& backend) { return backend == "cpp" ? ".cc" : ".cpp"; }
+
+bool IsCorrect(const AttemptRow& a) { return a.state == "done" && a.status == "correct" && a.median_ms > 0; }
+
+class ForgeRun {
+ public:
+  ForgeRun(ForgeOptions o, ForgeDeps& d, RunRow run) : options_(std::move(o)), deps_(d), run_(std::move(run)) {}
+  Result<ForgeSummary> Run();
+
+ private:
+  Status Prepare();
+  Status Reload();
+  bool OverBudget(std::string* why);
+  void Progress(const std::string& phase, const AttemptRow& a, const std::string& event);
+  Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent);
+  Status WriteFiles(const AttemptRow& a, fs::path* main);
+  Status EvaluateAttempt(AttemptRow& a);
+  Status EnsureSeed();
+  Status FinishPending();
+  Result<std::string> CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt);
+  Status GenerateInto(AttemptRow& a, GenerationContext ctx);
+  Result<bool> Functional(int64_t iteration, const AttemptRow* start);
+  Status Optimize();
+  Result<Recommendation> Analyse(const AttemptRow& best);
+  Status Tune();
+  GenerationContext BaseContext(const std::string& task);
+  std::string Memory() const;
+  Result<ForgeSummary> Finalize(const std::string& status, const std::string& reason);
+
+  ForgeOptions options_;
+  ForgeDeps& deps_;
+  RunRow run_;
+  Problem problem_;
+  const BackendInfo* backend_ = nullptr;
+  fs::path dir_;
+  std::vector<AttemptRow> attempts_;
+  const AttemptRow* best_ = nullptr;
+  std::string recommendation_;
+  RunTotals totals_;
+  double session_start_ = Now();
+  double seconds_before_ = 0;  // run time spent in earlier sessions
+  double exhaustive_ = 0;
+};
+
+Status ForgeRun::Prepare() {
+  backend_ = FindBackend(options_.backend);
+  if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
+  KF_ASSIGN_OR_RETURN(fs::path file, FindProblem(run_.problem_path.empty() ? options_.problem : run_.problem_path));
+  KF_ASSIGN_OR_RETURN(problem_, LoadProblem(file));
+  dir_ = deps_.artifacts / std::to_string(run_.id);
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return Status::IoError("cannot create " + dir_.string() + ": " + ec.message());
+  return Reload();
+}
+
+Status ForgeRun::Reload() {
+  KF_ASSIGN_OR_RETURN(attempts_, deps_.store->Attempts(run_.id));
+  KF_ASSIGN_OR_RETURN(totals_, deps_.store->Totals(run_.id));
+  best_ = nullptr;
+  for (const AttemptRow& a : attempts_)
+    if (IsCorrect(a) && (!best_ || a.median_ms < best_->median_ms)) best_ = &a;
+  return Status::Ok();
+}
+
+bool ForgeRun::OverBudget(std::string* why) {
+  double elapsed = seconds_before_ + Now() - session_start_;
+  if (options_.max_seconds > 0 && elapsed >= options_.max_seconds) { *why = "budget: wall time"; return true; }
+  if (options_.max_tokens > 0 && totals_.input_tokens + totals_.output_tokens >= options_.max_tokens) { *why = "budget: tokens"; return true; }
+  if (options_.max_cost_usd > 0 && totals_.cost_usd >= options_.max_cost_usd) { *why = "budget: cost"; return true; }
+  if (options_.sol_target > 0 && best_ && best_->sol_percent >= options_.sol_target) { *why = "SOL target reached"; return true; }
+  return false;
+}
+
+void ForgeRun::Progress(const std::string& phase, const AttemptRow& a, const std::string& event) {
+  if (!deps_.progress) return;
+  ProgressState s;
+  s.run_id = run_.id;
+  s.phase = phase;
+  s.attempt = a.number;
+  s.last_status = a.status;
+  s.best_ms = best_ ? best_->median_ms : 0;
+  s.sol_percent = best_ ? best_->sol_percent : 0;
+  s.seed_ms = run_.seed_ms;
+  s.tokens = totals_.input_tokens + totals_.output_tokens;
+  s.cost_usd = totals_.cost_usd;
+  s.elapsed_s = seconds_before_ + Now() - session_start_;
+  s.budget_s = options_.max_seconds;
+  deps_.progress->Report(s, event);
+}
+
+Result<AttemptRow> ForgeRun::NewAttempt(const std::string& phase, int64_t iteration, int64_t parent) {
+  AttemptRow a;
+  a.run_id = run_.id;
+  a.phase = phase;
+  a.iteration = iteration;
+  a.parent = parent;
+  a.state = "generating";
+  KF_ASSIGN_OR_RETURN(a.number, deps_.store->AddAttempt(a));
+  return a;
+}
+
+Status ForgeRun::WriteFiles(const AttemptRow& a, fs::path* main) {
+  fs::path adir = dir_ / ("attempt-" + std::to_string(a.number));
+  fs::create_directories(adir);
+  *main = adir / ("candidate" + MainExtension(options_.backend));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(*main, a.source));
+  json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
+  if (extra.is_object() && extra.contains("program")) {
+    fs::path program = *main;
+    program.replace_extension(backend_->sibling_extension);
+    KF_RETURN_IF_ERROR(WriteFileAtomic(program, extra["program"].get<std::string>()));
+  }
+  return Status::Ok();
+}
+
+Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
+  fs::path main;
+  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
+  a.state = "evaluating";
+  a.source_hash = HashHex(a.source + a.extra_files_json);
+  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  Progress(a.phase, a, "evaluating attempt " + std::to_string(a.number));
+  double t0 = Now();
+  EvalOptions eo = options_.eval;
+  eo.backend = options_.backend;
+  if (a.phase == "tune") eo.baselines = false;
+  Result<Verdict> v = Evaluate(problem_, main, eo, *deps_.runner);
+  if (!v.ok()) return v.status();
+  KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", Now() - t0}));
+  a.state = "done";
+  a.status = VerdictStatusName(v->status);
+  a.verdict_json = v->ToJson().dump();
+  a.median_ms = v->timing && v->correct() ? v->timing->median_ms : 0;
+  a.sol_percent = v->sol_percent;
+  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v->ToJson().dump(1)));
+  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  KF_RETURN_IF_ERROR(Reload());
+  Progress(a.phase, a, "attempt " + std::to_string(a.number) + ": " + a.status + (a.median_ms > 0 ? " " + std::to_string(a.median_ms) + " ms" : ""));
+  return Status::Ok();
+}
+
+Status ForgeRun::EnsureSeed() {
+  for (const AttemptRow& a : attempts_)
+    if (a.phase == "seed") return Status::Ok();
+  auto it = problem_.seeds.find(options_.backend);
+  if (it == problem_.seeds.end()) return Status::Ok();
+  KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("seed", 0, -1));
+  KF_ASSIGN_OR_RETURN(a.source, ReadFile(it->second));
+  fs::path sib = it->second;
+  sib.replace_extension(backend_->sibling_extension);
+  if (backend_->sibling_program_source && fs::exists(sib)) {
+    KF_ASSIGN_OR_RETURN(std::string program, ReadFile(sib));
+    a.extra_files_json = json{{"program", program}}.dump();
+  }
+  KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+  if (IsCorrect(a)) {
+    run_.seed_ms = a.median_ms;
+    KF_RETURN_IF_ERROR(deps_.store->UpdateRun(run_));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt) {
+  double t0 = Now();
+  Result<llm::ChatResponse> r = client.Complete(req);
+  LlmCallRow row;
+  row.run_id = run_.id;
+  row.attempt = attempt;
+  row.agent = agent;
+  row.model = client.Describe();
+  row.prompt_json = RequestToJson(req).dump();
+  if (r.ok()) {
+    row.response_text = r->text;
+    row.finish_reason = std::string(llm::FinishReasonName(r->finish_reason));
+    row.input_tokens = r->usage.input_tokens;
+    row.output_tokens = r->usage.output_tokens;
+    row.cached_tokens = r->usage.cached_input_tokens;
+    row.cost_usd = r->cost_usd.value_or(0);
+    row.latency_ms = static_cast<double>(r->latency.count());
+    row.request_id = r->request_id;
+  } else {
+    row.error = r.status().message();
+  }
+  KF_RETURN_IF_ERROR(deps_.store->AddLlmCall(row).status());
+  KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, attempt, agent == "analyst" ? "analyse" : "generate", Now() - t0}));
+  KF_RETURN_IF_ERROR(Reload());
+  if (!r.ok()) return r.status();
+  std::string text = r->text;
+  if (r->finish_reason == llm::FinishReason::kLength) text += "\n[kforge: the answer was cut off at the output limit]";
+  return text;
+}
+
+GenerationContext ForgeRun::BaseContext(const std::string& task) {
+  GenerationContext c;
+  c.problem = &problem_;
+  c.backend = options_.backend;
+  c.task = task;
+  c.memory = Memory();
+  c.instructions = options_.instructions;
+  c.deny = options_.deny;
+  for (const std::string& f : options_.context_files) {
+    Result<std::string> text = ReadFile(f);
+    if (text.ok()) c.context += "### " + f + "\n```\n" + *text + "\n```\n";
+  }
+  if (!options_.transfer_file.empty()) {
+    Result<std::string> t = ReadFile(options_.transfer_file);
+    if (t.ok()) { c.transfer = *t; c.transfer_backend = options_.transfer_backend; }
+  }
+  return c;
+}
+
+// Failed approaches, most recent last: one line per failed attempt.
+std::string ForgeRun::Memory() const {
+  std::string m;
+  int n = 0;
+  for (auto it = attempts_.rbegin(); it != attempts_.rend() && n < 6; ++it) {
+    if (it->state != "done" || it->status == "correct" || it->phase == "seed") continue;
+    json v = json::parse(it->verdict_json.empty() ? "{}" : it->verdict_json, nullptr, false);
+    m = "- attempt " + std::to_string(it->number) + " (" + it->phase + "): " + it->status + ": " +
+        (v.is_object() ? v.value("message", "").substr(0, 200) : "") + "\n" + m;
+    ++n;
+  }
+  return m;
+}
+
+std::string CandidateText(const AttemptRow& a) {
+  std::string s = a.source;
+  json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
+  if (extra.is_object() && extra.contains("program")) s = "```cpp\n" + s + "```\n```opencl\n" + extra["program"].get<std::string>() + "```\n";
+  return s;
+}
+
+// Asks the model, extracts the candidate (asking once more when the answer was cut off or had
+// no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
+Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
+  KF_ASSIGN_OR_RETURN(llm::ChatRequest req, BuildGenerationRequest(ctx));
+  for (int round = 0; round < 2; ++round) {
+    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, "generator", a.number));
+    Result<ExtractedCandidate> c = ExtractCandidate(answer, options_.backend);
+    bool cut = answer.find("[kforge: the answer was cut off") != std::string::npos;
+    if (c.ok() && !c->truncated && !cut) {
+      a.source = c->main;
+      a.extra_files_json = c->program.empty() ? "" : json{{"program", c->program}}.dump();
+      return Status::Ok();
+    }
+    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt("task_truncated.md", {}));
+    req.messages.push_back(llm::Message::Assistant(answer));
+    req.messages.push_back(llm::Message::User(c.ok() ? again : c.status().message()));
+  }
+  a.source = "// kforge: the model returned no usable code twice\n";
+  return Status::Ok();
+}
+
+// Generates until a correct kernel exists or the attempts run out. With `start`, repairs that
+// candidate; without, writes one from scratch (or from the seed's verdict).
+Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start) {
+  AttemptRow previous = start ? *start : AttemptRow{};
+  for (int k = 0; k < options_.functional_attempts; ++k) {
+    std::string why;
+    if (OverBudget(&why)) return false;
+    GenerationContext ctx = BaseContext(previous.number > 0 ? "repair" : "first");
+    if (previous.number > 0) {
+      ctx.previous = CandidateText(previous);
+      json v = json::parse(previous.verdict_json, nullptr, false);
+      ctx.verdict_status = previous.status;
+      ctx.verdict_feedback = v.is_object() ? VerdictFeedback(v) : "";
+    }
+    KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("functional", iteration, previous.number > 0 ? previous.number : -1));
+    KF_RETURN_IF_ERROR(GenerateInto(a, ctx));
+    KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+    if (IsCorrect(a)) return true;
+    previous = a;
+  }
+  return false;
+}
+
+Result<Recommendation> ForgeRun::Analyse(const AttemptRow& best) {
+  json verdict = json::parse(best.verdict_json, nullptr, false);
+  Verdict v;
+  // Rebuild what BuildProfile reads from the stored verdict JSON.
+  v.problem = problem_.name;
+  v.backend = options_.backend;
+  v.sizes = verdict.value("sizes", std::map<std::string, int64_t>{});
+  if (verdict.contains("timing")) v.timing = TimingStats{verdict["timing"].value("runs", 0), verdict["timing"].value("median_ms", 0.0),
+                                                          verdict["timing"].value("min_ms", 0.0), verdict["timing"].value("mean_ms", 0.0),
+                                                          verdict["timing"].value("stdev_ms", 0.0), verdict["timing"].value("cv", 0.0),
+                                                          verdict["timing"].value("host_median_ms", 0.0)};
+  json roof = verdict.value("roofline", json::object());
+  v.flops = roof.value("flops", 0.0);
+  v.bytes = roof.value("bytes", 0.0);
+  v.floor_ms = roof.value("floor_ms", 0.0);
+  v.sol_percent = roof.value("sol_percent", 0.0);
+  v.fingerprint = verdict.value("fingerprint", json::object());
+  json profile = BuildProfile(v);
+  Recommendation rec = RuleAnalyst(profile);
+  if (deps_.analyst) {
+    TemplateVars vars = {{"problem_name", problem_.name}, {"backend", options_.backend}, {"source", CandidateText(best)}, {"profile", profile.dump(1)}};
+    KF_ASSIGN_OR_RETURN(std::string system, RenderPrompt("analyst_system.md", vars));
+    KF_ASSIGN_OR_RETURN(std::string user, RenderPrompt("analyze.md", vars));
+    llm::ChatRequest req;
+    req.system = system;
+    req.messages.push_back(llm::Message::User(user));
+    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.analyst, req, "analyst", best.number));
+    Result<Recommendation> parsed = ParseRecommendation(answer);
+    if (parsed.ok()) rec = *parsed;
+  }
+  KF_RETURN_IF_ERROR(deps_.store->AddRecommendation({run_.id, best.number, rec.source, rec.ToJson().dump()}));
+  return rec;
+}
+
+Status ForgeRun::Optimize() {
+  int64_t done_passes = 0, no_gain = 0;
+  for (const AttemptRow& a : attempts_) done_passes = std::max(done_passes, a.phase == "optimize" ? a.iteration : 0);
+  for (int64_t pass = done_passes + 1; pass <= options_.iterations; ++pass) {
+    std::string why;
+    if (OverBudget(&why) || !best_) break;
+    AttemptRow best = *best_;
+    double before = best.median_ms;
+    KF_ASSIGN_OR_RETURN(Recommendation rec, Analyse(best));
+    Progress("optimize", best, "analyst: " + rec.bottleneck);
+    std::vector<AttemptRow> batch;
+    for (int k = 0; k < options_.candidates; ++k) {
+      KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("optimize", pass, best.number));
+      batch.push_back(a);
+    }
+    GenerationContext ctx = BaseContext("optimize");
+    ctx.previous = CandidateText(best);
+    ctx.verdict_status = best.status;
+    json bv = json::parse(best.verdict_json, nullptr, false);
+    ctx.verdict_feedback = bv.is_object() ? VerdictFeedback(bv) : "";
+    ctx.recommendation = rec.ToText();
+    std::vector<std::future<Status>> gens;  // samples generated in parallel
+    for (AttemptRow& a : batch) gens.push_back(std::async(std::launch::async, [this, &a, ctx] { return GenerateInto(a, ctx); }));
+    for (auto& g : gens) KF_RETURN_IF_ERROR(g.get());
+    for (AttemptRow& a : batch) {
+      KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+      if (!IsCorrect(a)) KF_RETURN_IF_ERROR(Functional(pass, &a).status());
+    }
+    no_gain = best_ && best_->median_ms < before * 0.98 ? 0 : no_gain + 1;
+    if (no_gain >= options_.patience) break;
+  }
+  return Status::Ok();
+}
+
+// Offline mode: the rule-based analyst and the tuner over the first kernel of the problem that
+// declares kforge:tune parameters.
+Status ForgeRun::Tune() {
+  std::vector<fs::path> kernels;
+  if (problem_.candidates.count(options_.backend)) kernels = problem_.candidates.at(options_.backend);
+  if (problem_.seeds.count(options_.backend)) kernels.push_back(problem_.seeds.at(options_.backend));
+  for (const fs::path& k : kernels) {
+    KF_ASSIGN_OR_RETURN(std::string main, ReadFile(k));
+    fs::path sib = k;
+    sib.replace_extension(backend_->sibling_extension);
+    std::string program = backend_->sibling_program_source && fs::exists(sib) ? ReadFile(sib).value() : "";
+    KF_ASSIGN_OR_RETURN(std::vector<TunableParam> params, FindTunables({main, program}));
+    if (params.empty()) continue;
+    CoordinateSearch search(params);
+    exhaustive_ = search.space_size();
+    int evals = 0;
+    for (const AttemptRow& a : attempts_) {
+      if (a.phase != "tune" || a.state != "done") continue;
+      json cfg = json::parse(a.params_json, nullptr, false);
+      search.Restore(cfg.get<TuneConfig>(), IsCorrect(a) ? std::optional<double>(a.median_ms) : std::nullopt);
+      ++evals;
+    }
+    while (evals < options_.max_evaluations) {
+      std::string why;
+      if (OverBudget(&why)) break;
+      std::optional<TuneConfig> cfg = search.Next();
+      if (!cfg) break;
+      KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("tune", ++evals, -1));
+      a.source = ApplyTuneConfig(main, *cfg);
+      if (!program.empty()) a.extra_files_json = json{{"program", ApplyTuneConfig(program, *cfg)}}.dump();
+      a.params_json = json(*cfg).dump();
+      KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+      KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+      search.Report(*cfg, IsCorrect(a) ? std::optional<double>(a.median_ms) : std::nullopt);
+    }
+    if (best_) KF_RETURN_IF_ERROR(Analyse(*best_).status());
+    return Status::Ok();
+  }
+  if (best_) KF_RETURN_IF_ERROR(Analyse(*best_).status());
+  return Status::Ok();
+}
+
+// Resume: an attempt killed while evaluating is evaluated again (its source is recorded); one
+// killed while generating takes its recorded answer if the model call completed, and is
+// otherwise abandoned (its call was never recorded, so nothing was counted).
+Status ForgeRun::FinishPending() {
+  KF_ASSIGN_OR_RETURN(std::vector<LlmCallRow> calls, deps_.store->LlmCalls(run_.id));
+  for (AttemptRow a : std::vector<AttemptRow>(attempts_)) {
+    if (a.state == "evaluating" || (a.state == "generating" && !a.source.empty())) {
+      KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+      continue;
+    }
+    if (a.state != "generating") continue;
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+      if (it->attempt != a.number || it->agent != "generator" || !it->error.empty()) continue;
+      Result<ExtractedCandidate> c = ExtractCandidate(it->response_text, options_.backend);
+      if (c.ok() && !c->truncated) {
+        a.source = c->main;
+        a.extra_files_json = c->program.empty() ? "" : json{{"program", c->program}}.dump();
+        KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+      }
+      break;
+    }
+    if (a.state == "generating") {
+      a.state = "done";
+      a.status = "abandoned";
+      KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+    }
+  }
+  return Reload();
+}
+
+Result<ForgeSummary> ForgeRun::Finalize(const std::string& status, const std::string& reason) {
+  KF_RETURN_IF_ERROR(Reload());
+  ForgeSummary s;
+  s.run_id = run_.id;
+  s.status = status;
+  s.stop_reason = reason;
+  s.seed_ms = run_.seed_ms;
+  s.attempts = static_cast<int64_t>(attempts_.size());
+  s.evaluations_exhaustive = static_cast<int64_t>(exhaustive_);
+  if (best_) {
+    s.best_attempt = best_->number;
+    s.best_ms = best_->median_ms;
+    s.sol_percent = best_->sol_percent;
+    fs::path best_dir = dir_ / "best";
+    fs::remove_all(best_dir);
+    fs::copy(dir_ / ("attempt-" + std::to_string(best_->number)), best_dir, fs::copy_options::recursive);
+    s.best_path = best_dir / ("candidate" + MainExtension(options_.backend));
+    run_.best_attempt = best_->number;
+    run_.best_ms = best_->median_ms;
+  }
+  run_.status = status;
+  run_.stop_reason = reason;
+  KF_RETURN_IF_ERROR(deps_.store->UpdateRun(run_));
+  KF_ASSIGN_OR_RETURN(s.totals, deps_.store->Totals(run_.id));
+  if (deps_.progress) deps_.progress->Finish();
+  return s;
+}
+
+Result<ForgeSummary> ForgeRun::Run() {
+  KF_RETURN_IF_ERROR(Prepare());
+  seconds_before_ = totals_.stage_seconds;
+  run_.status = "running";
+  KF_RETURN_IF_ERROR(deps_.store->UpdateRun(run_));
+  KF_RETURN_IF_ERROR(FinishPending());
+  KF_RETURN_IF_ERROR(EnsureSeed());
+  if (!deps_.generator) {
+    KF_RETURN_IF_ERROR(Tune());
+    std::string why;
+    return Finalize("done", OverBudget(&why) ? why : "offline tuner finished its search");
+  }
+  if (!best_) {
+    const AttemptRow* seed = nullptr;
+    for (const AttemptRow& a : attempts_) if (a.phase == "seed") seed = &a;
+    KF_ASSIGN_OR_RETURN(bool ok, Functional(0, seed && seed->state == "done" ? seed : nullptr));
+    if (!ok) {
+      std::string why;
+      return Finalize("done", OverBudget(&why) ? why : "no correct kernel within the functional attempts");
+    }
+  }
+  KF_RETURN_IF_ERROR(Optimize());
+  std::string why;
+  return Finalize("done", OverBudget(&why) ? why : "optimization passes finished");
+}
+
+}  // namespace
+
+json ForgeOptions::ToJson() const {
+  return {{"problem", problem}, {"backend", backend}, {"model", model}, {"analyst_model", analyst_model},
+          {"iterations", iterations}, {"candidates", candidates}, {"functional_attempts", functional_attempts},
+          {"max_evaluations", max_evaluations}, {"max_tokens", max_tokens}, {"max_cost_usd", max_cost_usd},
+          {"max_seconds", max_seconds}, {"sol_target", sol_target}, {"patience", patience},
+          {"instructions", instructions}, {"context_files", context_files}, {"deny", deny},
+          {"transfer_file", transfer_file}, {"transfer_backend", transfer_backend},
+          {"eval", {{"sizes", eval.sizes}, {"quick", eval.quick}, {"seeds", eval.seeds}, {"budget_ms", eval.budget_ms},
+                    {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
+                    {"min_runs", eval.min_runs}, {"max_runs", eval.max_runs}}}};
+}
+
+ForgeOptions ForgeOptions::FromJson(const json& j) {
+  ForgeOptions o;
+  o.problem = j.value("problem", "");
+  o.backend = j.value("backend", "cpp");
+  o.model = j.value("model", "");
+  o.analyst_model = j.value("analyst_model", "");
+  o.iterations = j.value("iterations", o.iterations);
+  o.candidates = j.value("candidates", o.candidates);
+  o.functional_attempts = j.value("functional_attempts", o.functional_attempts);
+  o.max_evaluations = j.value("max_evaluations", o.max_evaluations);
+  o.max_tokens = j.value("max_tokens", o.max_tokens);
+  o.max_cost_usd = j.value("max_cost_usd", o.max_cost_usd);
+  o.max_seconds = j.value("max_seconds", o.max_seconds);
+  o.sol_target = j.value("sol_target", o.sol_target);
+  o.patience = j.value("patience", o.patience);
+  o.instructions = j.value("instructions", "");
+  o.context_files = j.value("context_files", std::vector<std::string>{});
+  o.deny = j.value("deny", std::vector<std::string>{});
+  o.transfer_file = j.value("transfer_file", "");
+  o.transfer_backend = j.value("transfer_backend", "");
+  json e = j.value("eval", json::object());
+  o.eval.sizes = e.value("sizes", std::map<std::string, int64_t>{});
+  o.eval.quick = e.value("quick", false);
+  o.eval.seeds = e.value("seeds", o.eval.seeds);
+  o.eval.budget_ms = e.value("budget_ms", o.eval.budget_ms);
+  o.eval.timeout_seconds = e.value("timeout_seconds", o.eval.timeout_seconds);
+  o.eval.device = e.value("device", 0);
+  o.eval.baselines = e.value("baselines", true);
+  o.eval.min_runs = e.value("min_runs", o.eval.min_runs);
+  o.eval.max_runs = e.value("max_runs", o.eval.max_runs);
+  return o;
+}
+
+fs::path WorkspaceDir() {
+  const char* env = std::getenv("KFORGE_WORKSPACE");
+  if (env && *env) return env;
+  return fs::current_path() / ".kforge";
+}
+
+Result<ForgeSummary> StartRun(const ForgeOptions& options, ForgeDeps& deps) {
+  KF_ASSIGN_OR_RETURN(fs::path file, FindProblem(options.problem));
+  KF_ASSIGN_OR_RETURN(Problem p, LoadProblem(file));
+  RunRow run;
+  run.problem = p.name;
+  run.problem_path = file.string();
+  run.backend = options.backend;
+  run.model = options.model.empty() ? "offline" : options.model;
+  run.status = "running";
+  run.config_json = options.ToJson().dump();
+  KF_ASSIGN_OR_RETURN(run.id, deps.store->CreateRun(run));
+  return ForgeRun(options, deps, run).Run();
+}
+
+Result<ForgeSummary> ResumeRun(int64_t run_id, ForgeDeps& deps) {
+  KF_ASSIGN_OR_RETURN(RunRow run, deps.store->GetRun(run_id));
+  json config = json::parse(run.config_json, nullptr, false);
+  if (config.is_discarded()) return Status::InvalidArgument("run " + std::to_string(run_id) + " has an unreadable configuration");
+  return ForgeRun(ForgeOptions::FromJson(config), deps, run).Run();
+}
+
+}  // namespace kforge

@@ -1,0 +1,83 @@
+// The forge loop: from a problem and a backend to the fastest verified kernel the budget
+// allows, with every step recorded in the run store.
+//
+//   seed        evaluate the problem's seed kernel (the baseline)
+//   functional  generate -> evaluate -> feed the verdict back, until a candidate is correct
+//   optimize    profile the best kernel -> analyst recommendation -> N candidates -> evaluate;
+//               a broken candidate goes back through functional repair; keep the best
+//   offline     without an LLM: the rule-based analyst and the tuner (agent/tuner.h)
+//
+// Runs are resumable: all state is derived from the store (docs/run-store.md), so after a
+// kill -9, ResumeRun continues with nothing lost and nothing counted twice.
+#ifndef KFORGE_LOOP_FORGE_H_
+#define KFORGE_LOOP_FORGE_H_
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/eval.h"
+#include "kforge/llm/llm.h"
+#include "loop/progress.h"
+#include "store/run_store.h"
+
+namespace kforge {
+
+class ProcessRunner;
+
+struct ForgeOptions {
+  std::string problem;           // name or path (FindProblem)
+  std::string backend = "cpp";
+  std::string model;             // LLM model string; empty = offline mode
+  std::string analyst_model;     // empty = `model`
+  int iterations = 5;            // optimization passes
+  int candidates = 1;            // candidates per pass, generated in parallel
+  int functional_attempts = 4;   // generations to reach a correct kernel (and per repair)
+  int max_evaluations = 40;      // offline tuner: evaluations at most
+  int64_t max_tokens = 0;        // 0 = no limit
+  double max_cost_usd = 0;       // 0 = no limit
+  double max_seconds = 0;        // wall time of the run; 0 = no limit
+  double sol_target = 0;         // stop once SOL% reaches this; 0 = never
+  int patience = 2;              // stop after this many passes without gain
+  std::string instructions;      // added to every generation prompt
+  std::vector<std::string> context_files;
+  std::vector<std::string> deny; // code patterns candidates may not contain
+  std::string transfer_file;     // a working kernel for another backend
+  std::string transfer_backend;
+  EvalOptions eval;
+
+  nlohmann::json ToJson() const;
+  static ForgeOptions FromJson(const nlohmann::json& j);
+};
+
+struct ForgeDeps {
+  RunStore* store = nullptr;
+  ProcessRunner* runner = nullptr;
+  llm::LlmClient* generator = nullptr;  // null in offline mode
+  llm::LlmClient* analyst = nullptr;    // null: the rule-based analyst
+  ProgressSink* progress = nullptr;
+  std::filesystem::path artifacts;      // <workspace>/runs; a folder per run inside
+};
+
+struct ForgeSummary {
+  int64_t run_id = 0;
+  std::string status, stop_reason;
+  int64_t best_attempt = -1;
+  double best_ms = 0, seed_ms = 0, sol_percent = 0;
+  std::filesystem::path best_path;   // the best kernel's main file, or empty
+  int64_t attempts = 0, evaluations_exhaustive = 0;
+  RunTotals totals;
+};
+
+Result<ForgeSummary> StartRun(const ForgeOptions& options, ForgeDeps& deps);
+Result<ForgeSummary> ResumeRun(int64_t run_id, ForgeDeps& deps);
+
+// <workspace>/.kforge: $KFORGE_WORKSPACE, else ./.kforge.
+std::filesystem::path WorkspaceDir();
+
+}  // namespace kforge
+
+#endif  // KFORGE_LOOP_FORGE_H_
