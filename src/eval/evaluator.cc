@@ -396,7 +396,7 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
     return false;
   }
   double gap = backend_->host_gap_suspicious_ms;
-  if (gap > 0 && stats.host_median_ms > 2 * stats.median_ms + gap) {
+  if (gap > 0 && stats.host_median_ms > 1.5 * stats.median_ms + gap) {
     Finish(VerdictStatus::kSuspicious, "host time (median " + std::to_string(stats.host_median_ms) + " ms) is far above device time (" +
                                            std::to_string(stats.median_ms) + " ms): work escapes the device timer (a side stream or host work)", "host_time");
     return false;
@@ -464,20 +464,27 @@ Result<bool> Evaluation::RunCandidate() {
 }
 
 Status Evaluation::SpeedOfLight() {
-  KF_ASSIGN_OR_RETURN(DevicePeaks peaks, GetDevicePeaks(backend_->name, options_.device, runner_));
   const BoundProblem& b = trials_[0].bound;
-  double t_flops = peaks.fp32_gflops > 0 ? b.flops / (peaks.fp32_gflops * 1e9) : 0;
-  double t_bytes = peaks.bandwidth_gbs > 0 ? b.bytes / (peaks.bandwidth_gbs * 1e9) : 0;
-  verdict_.floor_ms = 1e3 * std::max(t_flops, t_bytes);
   verdict_.flops = b.flops;
   verdict_.bytes = b.bytes;
-  verdict_.fingerprint["peaks"] = {{"bandwidth_gbs", peaks.bandwidth_gbs}, {"fp32_gflops", peaks.fp32_gflops}};
-  if (!verdict_.timing || verdict_.timing->median_ms <= 0) return Status::Ok();
-  verdict_.sol_percent = 100 * verdict_.floor_ms / verdict_.timing->median_ms;
-  if (verdict_.timing->median_ms < options_.sol_slack * verdict_.floor_ms)
-    Finish(VerdictStatus::kSuspicious, "measured time is below the speed-of-light floor (" +
-                                           std::to_string(verdict_.timing->median_ms) + " ms < " +
-                                           std::to_string(verdict_.floor_ms) + " ms): impossible unless the cached device peaks are wrong (were they measured on a busy machine? `kforge doctor --remeasure-peaks`)", "speed_of_light");
+  // Cached peaks measured on a busy machine are too low and would make honest kernels look
+  // impossible: a time below the floor first re-measures the peaks, then judges again.
+  for (bool remeasure : {false, true}) {
+    KF_ASSIGN_OR_RETURN(DevicePeaks peaks, GetDevicePeaks(backend_->name, options_.device, runner_, remeasure));
+    double t_flops = peaks.fp32_gflops > 0 ? b.flops / (peaks.fp32_gflops * 1e9) : 0;
+    double t_bytes = peaks.bandwidth_gbs > 0 ? b.bytes / (peaks.bandwidth_gbs * 1e9) : 0;
+    verdict_.floor_ms = 1e3 * std::max(t_flops, t_bytes);
+    verdict_.fingerprint["peaks"] = {{"bandwidth_gbs", peaks.bandwidth_gbs}, {"fp32_gflops", peaks.fp32_gflops},
+                                     {"remeasured", remeasure}};
+    if (!verdict_.timing || verdict_.timing->median_ms <= 0) return Status::Ok();
+    verdict_.sol_percent = 100 * verdict_.floor_ms / verdict_.timing->median_ms;
+    bool below = verdict_.timing->median_ms < options_.sol_slack * verdict_.floor_ms;
+    if (!below) return Status::Ok();
+    if (!peaks.cached || remeasure) break;
+  }
+  Finish(VerdictStatus::kSuspicious, "measured time is below the speed-of-light floor (" +
+                                         std::to_string(verdict_.timing->median_ms) + " ms < " +
+                                         std::to_string(verdict_.floor_ms) + " ms, peaks measured just now): impossible", "speed_of_light");
   return Status::Ok();
 }
 

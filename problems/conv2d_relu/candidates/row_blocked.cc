@@ -9,9 +9,16 @@
 // recomputes a few columns, with identical results) so no load runs past the row; rows
 // narrower than 8 take a scalar path. Tasks (image, channel block, row) are split over
 // OpenMP threads.
+//
+// Tunables (kforge optimize): KF_CHANNELS output channels per block and KF_COL_VECS 8-column
+// vectors per block along the row (KF_CHANNELS * KF_COL_VECS accumulators; the default 6 x 2
+// uses 12 of the 16 AVX registers). Rows narrower than 8 * KF_COL_VECS but at least 8 wide
+// are done 8 columns at a time with the same end-of-row shift.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kforge_cpu.h"
 
@@ -19,7 +26,12 @@ namespace {
 
 typedef float F8 __attribute__((vector_size(32)));
 
-constexpr int64_t kChannels = 6;  // output channels per block
+#define KF_CHANNELS 6  // kforge:tune [2, 3, 4, 6, 8]
+#define KF_COL_VECS 2  // kforge:tune [1, 2, 3]
+
+constexpr int64_t kChannels = KF_CHANNELS;  // output channels per block
+constexpr int kColVecs = KF_COL_VECS;       // 8-column vectors per block along the row
+static_assert(kChannels >= 1 && kColVecs >= 1, "bad tunables");
 
 inline F8 Load8(const float* p) {
   F8 v;
@@ -87,19 +99,25 @@ template <int Rows>
 void Row(const Shape& s, const float* xb, const float* weight, const float* bias, int64_t o0,
          int64_t i, float* y0) {
   if (s.ow < 8) return ScalarRow(s, xb, weight, bias, o0, Rows, i, y0);
-  if (s.ow < 16) {
+  constexpr int64_t kCols = 8 * kColVecs;
+  if (s.ow < kCols) {
     for (int64_t j0 = 0; j0 < s.ow; j0 += 8)
       Block<Rows, 1>(s, xb, weight, bias, o0, i, std::min(j0, s.ow - 8), y0);
     return;
   }
-  for (int64_t j0 = 0; j0 < s.ow; j0 += 16)
-    Block<Rows, 2>(s, xb, weight, bias, o0, i, std::min(j0, s.ow - 16), y0);
+  for (int64_t j0 = 0; j0 < s.ow; j0 += kCols)
+    Block<Rows, kColVecs>(s, xb, weight, bias, o0, i, std::min(j0, s.ow - kCols), y0);
 }
 
-// Row<1> ... Row<6> by channel count, for the last channel block.
+// Row<1> ... Row<kChannels> by channel count, for the last channel block.
 using RowFn = void (*)(const Shape&, const float*, const float*, const float*, int64_t, int64_t,
                        float*);
-constexpr RowFn kRowByRows[] = {nullptr, Row<1>, Row<2>, Row<3>, Row<4>, Row<5>, Row<6>};
+template <size_t... I>
+constexpr std::array<RowFn, kChannels + 1> RowTable(std::index_sequence<I...>) {
+  return {nullptr, Row<static_cast<int>(I) + 1>...};
+}
+constexpr std::array<RowFn, kChannels + 1> kRowByRows =
+    RowTable(std::make_index_sequence<kChannels>{});
 
 }  // namespace
 

@@ -1,13 +1,23 @@
 // Optimized `conv2d_relu` host code for the opencl backend: row blocks of 16 outputs x OCB
 // channels per work-item (see .cl). Grid: (column blocks, output rows, batch x channel
 // blocks), each rounded up to whole work-groups; the kernel skips items past the edges.
+//
+// Tunables (kforge optimize): KF_OCB, the output channels per work-item (OCB; 2 * OCB float8
+// accumulators, the kernel handles any value and any channel count), and the work-group's
+// extent along the output rows (KF_GROUP_ROWS) and along batch x channel blocks (KF_GROUP_Z);
+// the group is 1 x KF_GROUP_ROWS x KF_GROUP_Z, at most 64 work-items.
 #include <cstdio>
 
 #include "kforge_opencl.h"
 
+#define KF_OCB 4  // kforge:tune [1, 2, 4, 6, 8]
+#define KF_GROUP_ROWS 4  // kforge:tune [1, 2, 4, 8, 16]
+#define KF_GROUP_Z 2  // kforge:tune [1, 2, 4]
+
 namespace {
-constexpr int kChannelsPerItem = 4;  // OCB
-constexpr size_t kGroup[3] = {1, 4, 2};
+constexpr int kChannelsPerItem = KF_OCB;  // OCB
+constexpr size_t kGroup[3] = {1, KF_GROUP_ROWS, KF_GROUP_Z};
+static_assert(kChannelsPerItem >= 1 && KF_GROUP_ROWS * KF_GROUP_Z <= 256, "bad tunables");
 
 size_t RoundUp(size_t v, size_t m) { return (v + m - 1) / m * m; }
 }  // namespace

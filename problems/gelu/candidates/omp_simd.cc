@@ -5,12 +5,24 @@
 // erf needs). erf comes from the rational approximation in Abramowitz & Stegun 7.1.26
 // (|error| <= 1.5e-7), written for q = 1 - erf(|z|) so that 1 + erf(z) for negative z is
 // computed without cancellation. The tail (n % 8) goes through a padded copy.
+//
+// Tunables (kforge optimize): KF_UNROLL vectors of 8 are loaded, mapped and stored per loop
+// iteration (independent chains for the out-of-order core); KF_CHUNK_VECS = 0 splits the
+// vectors into one contiguous static share per thread, > 0 hands out dynamic chunks of that
+// many vectors (which helps when the cores are shared with other work). Whole vectors left
+// over after the unrolled loop are mapped one at a time.
 #include <cstdint>
 #include <cstring>
 
 #include "kforge_cpu.h"
 
+#define KF_UNROLL 1  // kforge:tune [1, 2, 4, 8]
+#define KF_CHUNK_VECS 0  // kforge:tune [0, 512, 2048, 8192]
+
 namespace {
+
+constexpr int64_t kUnroll = KF_UNROLL;
+static_assert(kUnroll >= 1 && KF_CHUNK_VECS >= 0, "bad tunables");
 
 typedef float F8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
@@ -67,8 +79,22 @@ KF_EXPORT int kf_run(const kf_cpu_args* a) {
   float* y = static_cast<float*>(kf_output(a, "y")->data);
   const int64_t n = kf_attr_i(a, "n");
   const int64_t blocks = n / 8;
+  const int64_t groups = blocks / kUnroll;  // loop iterations of kUnroll vectors
+#if KF_CHUNK_VECS > 0
+  constexpr int64_t kChunk = KF_CHUNK_VECS / kUnroll > 0 ? KF_CHUNK_VECS / kUnroll : 1;
+#pragma omp parallel for schedule(dynamic, kChunk)
+#else
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < blocks; ++b) Store8(y + 8 * b, Gelu8(Load8(x + 8 * b)));
+#endif
+  for (int64_t g = 0; g < groups; ++g) {
+    const float* xg = x + 8 * kUnroll * g;
+    float* yg = y + 8 * kUnroll * g;
+    F8 v[kUnroll];
+    for (int64_t u = 0; u < kUnroll; ++u) v[u] = Load8(xg + 8 * u);
+    for (int64_t u = 0; u < kUnroll; ++u) v[u] = Gelu8(v[u]);
+    for (int64_t u = 0; u < kUnroll; ++u) Store8(yg + 8 * u, v[u]);
+  }
+  for (int64_t b = groups * kUnroll; b < blocks; ++b) Store8(y + 8 * b, Gelu8(Load8(x + 8 * b)));
   const int64_t tail = n - 8 * blocks;
   if (tail > 0) {
     float pad[8] = {0, 0, 0, 0, 0, 0, 0, 0};

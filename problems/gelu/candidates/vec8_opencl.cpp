@@ -1,13 +1,21 @@
 // Optimized `gelu` host code for the opencl backend: float8 chunks per work-item (see .cl),
 // kWorkGroup work-items per group; the global size is padded to whole groups and the kernel
 // skips work-items past the end.
+//
+// Tunables (kforge optimize): KF_VEC_PER_WI float8 vectors per work-item (passed to the kernel
+// as VEC_PER_WI; the kernel handles any chunk and any tail) and KF_WORK_GROUP work-items per
+// group (at most 256, so it fits GPUs as well as PoCL).
 #include <cstdio>
 
 #include "kforge_opencl.h"
 
+#define KF_VEC_PER_WI 16  // kforge:tune [4, 8, 16, 32, 64]
+#define KF_WORK_GROUP 16  // kforge:tune [4, 16, 64, 128, 256]
+
 namespace {
-constexpr int kVecPerWorkItem = 16;  // 128 floats per work-item
-constexpr size_t kWorkGroup = 16;
+constexpr int kVecPerWorkItem = KF_VEC_PER_WI;  // 128 floats per work-item by default
+constexpr size_t kWorkGroup = KF_WORK_GROUP;
+static_assert(kVecPerWorkItem >= 1 && kWorkGroup >= 1 && kWorkGroup <= 256, "bad tunables");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* a) {

@@ -2,17 +2,27 @@
 // (see .cl). Work-item (u, v) computes batch rows [v*RM, v*RM + RM) and output features
 // [u*RN, u*RN + RN); the grid is rounded up to whole work-groups and the kernel skips blocks
 // past the edges.
+//
+// Tunables (kforge optimize): KF_RM x KF_RN, the block of one work-item (RM * RN float8
+// accumulators; the kernel handles any block and any size), and KF_GROUP_FEATURES, the
+// work-items of a group along out_features (the group is KF_GROUP_FEATURES x 2).
 #include <cstdio>
 
 #include "kforge_opencl.h"
 
-namespace {
 // Tuned on PoCL (CPU): of the blocks tried (2..6 rows x 2..6 features), 4 x 3 was fastest;
 // its 12 float8 accumulators leave 4 of the 16 AVX registers for operands.
-constexpr int kRowsPerItem = 4;       // RM
-constexpr int kFeaturesPerItem = 3;   // RN
-constexpr size_t kGroupFeatures = 8;  // work-items per group along out_features
-constexpr size_t kGroupRows = 2;      // work-items per group along batch
+#define KF_RM 4  // kforge:tune [2, 3, 4, 5, 6]
+#define KF_RN 3  // kforge:tune [2, 3, 4, 5, 6]
+#define KF_GROUP_FEATURES 8  // kforge:tune [2, 4, 8, 16, 32]
+
+namespace {
+constexpr int kRowsPerItem = KF_RM;                   // RM
+constexpr int kFeaturesPerItem = KF_RN;               // RN
+constexpr size_t kGroupFeatures = KF_GROUP_FEATURES;  // work-items per group along out_features
+constexpr size_t kGroupRows = 2;                      // work-items per group along batch
+static_assert(kRowsPerItem >= 1 && kFeaturesPerItem >= 1 && kGroupFeatures * kGroupRows <= 256,
+              "bad tunables");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* a) {

@@ -1,10 +1,16 @@
 // Optimized `layernorm` host code for the opencl backend: one work-item per row with float8
 // passes (see .cl), kRowsPerGroup rows per work-group; the global size is padded to whole
 // groups and the kernel skips rows past the end.
+//
+// Tunables (kforge optimize): KF_ROWS_PER_GROUP (the work-group size) here, and KF_ACCS (float8
+// accumulators per reduction) in the .cl.
 #include "kforge_opencl.h"
 
+#define KF_ROWS_PER_GROUP 8  // kforge:tune [1, 2, 4, 8, 16, 32]
+
 namespace {
-constexpr size_t kRowsPerGroup = 8;
+constexpr size_t kRowsPerGroup = KF_ROWS_PER_GROUP;
+static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= 256, "bad tunable");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* a) {

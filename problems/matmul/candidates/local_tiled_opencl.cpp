@@ -1,12 +1,23 @@
 // `matmul` host code for the opencl backend: local-memory tiles (see .cl). The grid covers C
 // in kTile x kTile tiles, rounded up; the kernel guards the edges.
+//
+// Tunables (kforge optimize): KF_TILE, the tile edge (TS), and KF_GROUP_ROWS, the work-items of
+// a group along m; each work-item computes KF_TILE / KF_GROUP_ROWS rows of C (WPT). Every
+// combination of the listed values is valid: KF_GROUP_ROWS divides KF_TILE, the group has at
+// most 32 x 8 = 256 work-items, and the two tiles take at most 8 KiB of local memory.
 #include <cstdio>
 
 #include "kforge_opencl.h"
 
+#define KF_TILE 32  // kforge:tune [8, 16, 32]
+#define KF_GROUP_ROWS 8  // kforge:tune [1, 2, 4, 8]
+
 namespace {
-constexpr int kTile = 32;        // TS: tile edge in elements
-constexpr int kRowsPerItem = 4;  // WPT: rows of C per work-item
+constexpr int kTile = KF_TILE;                         // TS: tile edge in elements
+constexpr int kRowsPerItem = KF_TILE / KF_GROUP_ROWS;  // WPT: rows of C per work-item
+static_assert(KF_GROUP_ROWS >= 1 && KF_TILE % KF_GROUP_ROWS == 0,
+              "KF_GROUP_ROWS must divide KF_TILE");
+static_assert(KF_TILE * KF_GROUP_ROWS <= 256, "work-group larger than 256");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* args) {

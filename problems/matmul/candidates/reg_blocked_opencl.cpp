@@ -1,15 +1,24 @@
 // `matmul` host code for the opencl backend: register-blocked float8 work-items (see .cl).
 // Work-item (x, y) computes rows [y*RM, y*RM + RM) and columns [16x, 16x + 16) of C; the grid
 // is rounded up to whole work-groups and the kernel skips blocks past the edges.
+//
+// Tunables (kforge optimize): KF_RM, the rows per work-item (RM; 2 * RM float8 accumulators,
+// the kernel handles any value and any m), and the work-group shape KF_GROUP_COLS x
+// KF_GROUP_ROWS (at most 32 x 4 = 128 work-items).
 #include <cstdio>
 
 #include "kforge_opencl.h"
 
-namespace {
 // Tuned on PoCL (CPU): 6 rows keep 12 float8 accumulators in the 16 AVX registers.
-constexpr int kRowsPerItem = 6;   // RM
-constexpr size_t kGroupCols = 8;  // work-items per group along n (128 columns)
-constexpr size_t kGroupRows = 2;  // work-items per group along m (12 rows)
+#define KF_RM 6  // kforge:tune [2, 3, 4, 6, 8]
+#define KF_GROUP_COLS 8  // kforge:tune [2, 4, 8, 16, 32]
+#define KF_GROUP_ROWS 2  // kforge:tune [1, 2, 4]
+
+namespace {
+constexpr int kRowsPerItem = KF_RM;           // RM
+constexpr size_t kGroupCols = KF_GROUP_COLS;  // work-items per group along n (128 columns)
+constexpr size_t kGroupRows = KF_GROUP_ROWS;  // work-items per group along m (12 rows)
+static_assert(kRowsPerItem >= 1 && kGroupCols * kGroupRows <= 256, "bad tunables");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* args) {

@@ -1,11 +1,18 @@
 // `row_sum` host code for the opencl backend: one work-group of kGroup work-items per row with
 // a local-memory tree reduction (see .cl).
+//
+// Tunables (kforge optimize): KF_GROUP (the work-group size, a power of two from 8 to 256,
+// passed to the kernel as GROUP) here, and KF_VEC (floats per load) in the .cl.
 #include <cstdio>
 
 #include "kforge_opencl.h"
 
+#define KF_GROUP 64  // kforge:tune [16, 32, 64, 128, 256]
+
 namespace {
-constexpr int kGroup = 64;  // a power of two
+constexpr int kGroup = KF_GROUP;
+static_assert(kGroup >= 8 && kGroup <= 256 && (kGroup & (kGroup - 1)) == 0,
+              "KF_GROUP must be a power of two from 8 to 256");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* a) {

@@ -4,16 +4,27 @@
 // into cache, the exp pass writes exp(x - max) to y while summing, and the last pass scales y
 // in place. The passes use GCC vector types (8 floats) explicitly: libm's expf is a scalar call,
 // and without -ffast-math GCC will not if-convert the floating-point selects a vector exp
-// needs, so plain loops would stay scalar. The row tail (cols % 8) goes through the same code
-// on a padded copy.
+// needs, so plain loops would stay scalar. The max and exp passes take KF_UNROLL vectors per
+// iteration with as many independent max / sum accumulators; whole vectors left over go
+// through the first accumulator. The row tail (cols % 8) goes through the same code on a
+// padded copy.
+//
+// Tunables (kforge optimize): KF_UNROLL (a power of two); KF_CHUNK_ROWS = 0 gives each thread
+// one contiguous static share of the rows, > 0 hands out dynamic chunks of that many rows.
 #include <cstdint>
 #include <cstring>
 
 #include "kforge_cpu.h"
 
+#define KF_UNROLL 1  // kforge:tune [1, 2, 4]
+#define KF_CHUNK_ROWS 0  // kforge:tune [0, 1, 4, 16, 64]
+
 namespace {
 
 typedef float F8 __attribute__((vector_size(32)));
+
+constexpr int kUnroll = KF_UNROLL;
+static_assert(kUnroll >= 1 && (kUnroll & (kUnroll - 1)) == 0, "KF_UNROLL must be a power of two");
 typedef int32_t I8 __attribute__((vector_size(32)));
 
 inline F8 Load8(const float* p) {
@@ -63,22 +74,44 @@ void SoftmaxRow(const float* __restrict xr, float* __restrict yr, int64_t cols) 
   const int64_t tail = cols - body;
   float pad[8];
 
-  F8 m8 = Splat(xr[0]);
-  for (int64_t c = 0; c < body; c += 8) {
-    const F8 v = Load8(xr + c);
-    m8 = v > m8 ? v : m8;
+  const int64_t step = 8 * kUnroll;
+  const int64_t unrolled = cols / step * step;
+
+  F8 m8[kUnroll];
+  for (int q = 0; q < kUnroll; ++q) m8[q] = Splat(xr[0]);
+  for (int64_t c = 0; c < unrolled; c += step) {
+    for (int q = 0; q < kUnroll; ++q) {
+      const F8 v = Load8(xr + c + 8 * q);
+      m8[q] = v > m8[q] ? v : m8[q];
+    }
   }
-  float m = Max8(m8);
+  for (int64_t c = unrolled; c < body; c += 8) {
+    const F8 v = Load8(xr + c);
+    m8[0] = v > m8[0] ? v : m8[0];
+  }
+  for (int q = 1; q < kUnroll; ++q) m8[0] = m8[q] > m8[0] ? m8[q] : m8[0];
+  float m = Max8(m8[0]);
   for (int64_t c = body; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
 
   const F8 mv = Splat(m);
-  F8 s8 = Splat(0.0f);
-  for (int64_t c = 0; c < body; c += 8) {
+  F8 s8[kUnroll];
+  for (int q = 0; q < kUnroll; ++q) s8[q] = Splat(0.0f);
+  for (int64_t c = 0; c < unrolled; c += step) {
+    F8 e[kUnroll];
+    for (int q = 0; q < kUnroll; ++q) e[q] = Exp8(Load8(xr + c + 8 * q) - mv);
+    for (int q = 0; q < kUnroll; ++q) {
+      Store8(yr + c + 8 * q, e[q]);
+      s8[q] += e[q];
+    }
+  }
+  for (int64_t c = unrolled; c < body; c += 8) {
     const F8 e = Exp8(Load8(xr + c) - mv);
     Store8(yr + c, e);
-    s8 += e;
+    s8[0] += e;
   }
-  float sum = Sum8(s8);
+  for (int w = kUnroll / 2; w > 0; w /= 2)
+    for (int q = 0; q < w; ++q) s8[q] += s8[q + w];
+  float sum = Sum8(s8[0]);
   if (tail > 0) {
     for (int j = 0; j < 8; ++j) pad[j] = j < tail ? xr[body + j] : m;
     Store8(pad, Exp8(Load8(pad) - mv));
@@ -100,7 +133,11 @@ KF_EXPORT int kf_run(const kf_cpu_args* a) {
   float* y = static_cast<float*>(kf_output(a, "y")->data);
   const int64_t rows = kf_attr_i(a, "rows");
   const int64_t cols = kf_attr_i(a, "cols");
+#if KF_CHUNK_ROWS > 0
+#pragma omp parallel for schedule(dynamic, KF_CHUNK_ROWS)
+#else
 #pragma omp parallel for schedule(static)
+#endif
   for (int64_t r = 0; r < rows; ++r) SoftmaxRow(x + r * cols, y + r * cols, cols);
   return 0;
 }

@@ -1,10 +1,16 @@
 // Optimized `softmax` host code for the opencl backend: one work-item per row (float8 along the
-// row), ROWS_PER_GROUP rows per work-group; the global size is padded to a whole group and the
+// row), kRowsPerGroup rows per work-group; the global size is padded to a whole group and the
 // kernel skips rows past the end.
+//
+// Tunables (kforge optimize): KF_ROWS_PER_GROUP (the work-group size) here, and KF_UNROLL
+// (float8 vectors per iteration of the max and exp passes) in the .cl.
 #include "kforge_opencl.h"
 
+#define KF_ROWS_PER_GROUP 8  // kforge:tune [1, 2, 4, 8, 16, 32]
+
 namespace {
-constexpr size_t kRowsPerGroup = 8;
+constexpr size_t kRowsPerGroup = KF_ROWS_PER_GROUP;
+static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= 256, "bad tunable");
 }  // namespace
 
 KF_EXPORT int kf_cl_run(const kf_cl_args* a) {
