@@ -4,6 +4,7 @@
 
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
+#include "agent/generator.h"
 #include "agent/prompt_template.h"
 #include "agent/tuner.h"
 
@@ -57,6 +58,15 @@ TEST(ExtractTest, GivenAnAnswerCutOffInsideTheBlockItIsTruncated) {
   EXPECT_TRUE(c->truncated);
 }
 
+TEST(ExtractTest, GivenBlanksOrACarriageReturnAfterTheClosingFenceTheBlockIsClosed) {
+  for (const char* answer : {"```cpp\nint kf_run();\n```  \nDone.", "```cpp\r\nint kf_run();\r\n```\r\nDone.\r\n"}) {
+    auto c = ExtractCandidate(answer, "cpp");
+    ASSERT_TRUE(c.ok());
+    EXPECT_FALSE(c->truncated) << answer;
+    EXPECT_EQ(c->main.substr(0, 13), "int kf_run();");
+  }
+}
+
 TEST(ExtractTest, GivenNoCodeItSaysHowToAnswer) {
   auto c = ExtractCandidate("I cannot do that.", "cpp");
   ASSERT_FALSE(c.ok());
@@ -101,6 +111,18 @@ TEST(TunerTest, GivenFailingConfigurationsTheyAreSkipped) {
   CoordinateSearch search({{"T", "2", {"1", "2", "4"}}});
   while (auto c = search.Next()) search.Report(*c, c->at("T") == "4" ? std::nullopt : std::optional<double>(c->at("T") == "1" ? 1.0 : 2.0));
   EXPECT_EQ(search.best().at("T"), "1");
+}
+
+TEST(FeedbackTest, GivenAWrongOutputVerdictItListsTheFailingOutputAndItsFirstMismatches) {
+  nlohmann::json v = {{"status", "wrong_output"}, {"message", "trial 0: output 'y' differs"},
+                      {"trials", {{{"pass", false}, {"seed", 1000}, {"sizes", {{"n", 8}}},
+                                   {"outputs", {{"y", {{"pass", false}, {"reason", "8 of 8 elements outside atol"},
+                                                       {"max_abs_error", 0.5}, {"rms_rel_error", 0.25},
+                                                       {"first_mismatches", {{{"coords", {3}}, {"got", 1.0}, {"want", 1.5}}}}}}}}}}}};
+  std::string f = VerdictFeedback(v);
+  EXPECT_NE(f.find("Status: wrong_output"), std::string::npos) << f;
+  EXPECT_NE(f.find("output y: 8 of 8 elements outside atol"), std::string::npos) << f;
+  EXPECT_NE(f.find("first mismatches (index: got vs want): [3]: 1.0 vs 1.5;"), std::string::npos) << f;
 }
 
 TEST(AnalystTest, GivenLowSolTheRulesSayParallelism) {

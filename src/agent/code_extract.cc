@@ -65,7 +65,9 @@ std::vector<CodeBlock> ExtractCodeBlocks(const std::string& answer) {
       open->closed = false;
       continue;
     }
-    if (open && trimmed.rfind(fence, 0) == 0 && trimmed.find_first_not_of('`') == std::string::npos) {
+    // A closing fence may carry trailing blanks (or a CR from CRLF line ends).
+    std::string bare = trimmed.substr(0, trimmed.find_last_not_of(" \t\r") + 1);
+    if (open && bare.rfind(fence, 0) == 0 && bare.find_first_not_of('`') == std::string::npos) {
       open->closed = true;
       FilenameFromFirstLine(open);
       open = nullptr;

@@ -36,7 +36,9 @@ std::string VerdictFeedback(const json& v) {
   for (const json& t : v.value("trials", json::array())) {
     if (t.value("pass", true)) continue;
     out += "\nFailing trial: sizes " + t.value("sizes", json::object()).dump() + ", seed " + std::to_string(t.value("seed", 0)) + "\n";
-    for (const auto& [name, o] : t.value("outputs", json::object()).items()) {
+    // Named, not a temporary: items() refers to the object, which must outlive the loop.
+    const json outputs = t.value("outputs", json::object());
+    for (const auto& [name, o] : outputs.items()) {
       if (o.value("pass", true) && o.value("deterministic", true)) continue;
       out += "output " + name + ": " + o.value("reason", "") + "; max abs error " + std::to_string(o.value("max_abs_error", 0.0)) +
              ", rms-relative error " + std::to_string(o.value("rms_rel_error", 0.0)) + "\nfirst mismatches (index: got vs want): ";

@@ -42,7 +42,7 @@ struct BackendInfo {
   nlohmann::json (*compile_report)(const std::string& log) = nullptr;
   // The worker needs an unlimited address space (CUDA reserves terabytes of virtual memory).
   bool unlimited_address_space = false;
-  // > 0: a host median above 2 x the device median + this many ms is "suspicious" (work that
+  // > 0: a host median above 1.5 x the device median + this many ms is "suspicious" (work that
   // escaped the device timer); 0: only a warning (when the device is the host itself).
   double host_gap_suspicious_ms = 0;
 };

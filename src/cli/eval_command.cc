@@ -110,13 +110,16 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("eval", "Judge a candidate kernel against a problem");
   cmd->add_option("problem", f->problem, "Problem name (see `kforge problems`), folder or problem.toml");
   cmd->add_option("candidate", f->candidate, "Candidate source file, or `seed` for the problem's seed kernel");
-  cmd->add_option("--backend,-b", f->backends, "Backend: cpp or opencl (--all: several allowed)");
+  cmd->add_option("--backend,-b", f->backends, "Backend: cpp, opencl or cuda (--all: several allowed)");
   cmd->add_option("--device", f->options.device, "Device index of the backend (see `kforge doctor`)");
   cmd->add_option("--size", f->sizes, "Override a size parameter: --size rows=64 (repeatable)");
   cmd->add_flag("--quick", f->options.quick, "Use the problem's quick (small) sizes");
   cmd->add_flag("--json", f->json, "Print the verdict as JSON (docs/verdict-schema.md)");
   cmd->add_flag("--all", f->all, "Evaluate every bundled problem's seed and candidates");
   cmd->add_flag("--no-baselines", f->no_baselines, "Do not time the reference and seed baselines");
+  cmd->add_flag("--profile", f->options.profile, "Add Nsight Compute metrics of one call (`profile` in the verdict; cuda)");
+  cmd->add_flag("--sanitize", f->options.sanitize, "Add a compute-sanitizer memcheck report (`sanitizer` in the verdict; cuda)");
+  cmd->add_flag("--racecheck", f->options.racecheck, "With --sanitize: run racecheck too");
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
@@ -39,16 +40,16 @@ class ForgeRun {
   Status Reload();
   bool OverBudget(std::string* why);
   void Progress(const std::string& phase, const AttemptRow& a, const std::string& event);
-  Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent);
+  Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent, AttemptRow a = {});
   Status WriteFiles(const AttemptRow& a, fs::path* main);
   Status EvaluateAttempt(AttemptRow& a);
   Status EnsureSeed();
   Status FinishPending();
   Result<std::string> CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt);
   Status GenerateInto(AttemptRow& a, GenerationContext ctx);
-  Result<bool> Functional(int64_t iteration, const AttemptRow* start);
+  Result<bool> Functional(int64_t iteration, const AttemptRow* start, int made = 0);
   Status Optimize();
-  Result<Recommendation> Analyse(const AttemptRow& best);
+  Result<Recommendation> Analyse(AttemptRow best);
   Status Tune();
   GenerationContext BaseContext(const std::string& task);
   std::string Memory() const;
@@ -67,6 +68,7 @@ class ForgeRun {
   double session_start_ = Now();
   double seconds_before_ = 0;  // run time spent in earlier sessions
   double exhaustive_ = 0;
+  std::mutex reload_mu_;  // CallModel reloads from the parallel generation threads
 };
 
 Status ForgeRun::Prepare() {
@@ -116,8 +118,9 @@ void ForgeRun::Progress(const std::string& phase, const AttemptRow& a, const std
   deps_.progress->Report(s, event);
 }
 
-Result<AttemptRow> ForgeRun::NewAttempt(const std::string& phase, int64_t iteration, int64_t parent) {
-  AttemptRow a;
+// Fields of `a` that UpdateAttempt never rewrites (params_json, extra_files_json) must be set
+// here, before the row is inserted.
+Result<AttemptRow> ForgeRun::NewAttempt(const std::string& phase, int64_t iteration, int64_t parent, AttemptRow a) {
   a.run_id = run_.id;
   a.phase = phase;
   a.iteration = iteration;
@@ -211,7 +214,10 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
   }
   KF_RETURN_IF_ERROR(deps_.store->AddLlmCall(row).status());
   KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, attempt, agent == "analyst" ? "analyse" : "generate", Now() - t0}));
-  KF_RETURN_IF_ERROR(Reload());
+  {
+    std::lock_guard<std::mutex> lock(reload_mu_);
+    KF_RETURN_IF_ERROR(Reload());
+  }
   if (!r.ok()) return r.status();
   std::string text = r->text;
   if (r->finish_reason == llm::FinishReason::kLength) text += "\n[kforge: the answer was cut off at the output limit]";
@@ -242,7 +248,7 @@ std::string ForgeRun::Memory() const {
   std::string m;
   int n = 0;
   for (auto it = attempts_.rbegin(); it != attempts_.rend() && n < 6; ++it) {
-    if (it->state != "done" || it->status == "correct" || it->phase == "seed") continue;
+    if (it->state != "done" || it->status == "correct" || it->status == "abandoned" || it->phase == "seed") continue;
     json v = json::parse(it->verdict_json.empty() ? "{}" : it->verdict_json, nullptr, false);
     m = "- attempt " + std::to_string(it->number) + " (" + it->phase + "): " + it->status + ": " +
         (v.is_object() ? v.value("message", "").substr(0, 200) : "") + "\n" + m;
@@ -280,10 +286,11 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
 }
 
 // Generates until a correct kernel exists or the attempts run out. With `start`, repairs that
-// candidate; without, writes one from scratch (or from the seed's verdict).
-Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start) {
+// candidate; without, writes one from scratch (or from the seed's verdict). `made` generations
+// of this chain were made already (by an earlier session of a resumed run).
+Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start, int made) {
   AttemptRow previous = start ? *start : AttemptRow{};
-  for (int k = 0; k < options_.functional_attempts; ++k) {
+  for (int k = made; k < options_.functional_attempts; ++k) {
     std::string why;
     if (OverBudget(&why)) return false;
     GenerationContext ctx = BaseContext(previous.number > 0 ? "repair" : "first");
@@ -302,7 +309,8 @@ Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start) {
   return false;
 }
 
-Result<Recommendation> ForgeRun::Analyse(const AttemptRow& best) {
+// `best` is a copy: CallModel reloads the attempts, which would leave a reference dangling.
+Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   json verdict = json::parse(best.verdict_json, nullptr, false);
   Verdict v;
   // Rebuild what BuildProfile reads from the stored verdict JSON.
@@ -389,7 +397,7 @@ Status ForgeRun::Tune() {
     for (const AttemptRow& a : attempts_) {
       if (a.phase != "tune" || a.state != "done") continue;
       json cfg = json::parse(a.params_json, nullptr, false);
-      search.Restore(cfg.get<TuneConfig>(), IsCorrect(a) ? std::optional<double>(a.median_ms) : std::nullopt);
+      if (cfg.is_object()) search.Restore(cfg.get<TuneConfig>(), IsCorrect(a) ? std::optional<double>(a.median_ms) : std::nullopt);
       ++evals;
     }
     while (evals < options_.max_evaluations) {
@@ -397,11 +405,11 @@ Status ForgeRun::Tune() {
       if (OverBudget(&why)) break;
       std::optional<TuneConfig> cfg = search.Next();
       if (!cfg) break;
-      KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("tune", ++evals, -1));
-      a.source = ApplyTuneConfig(main, *cfg);
-      if (!program.empty()) a.extra_files_json = json{{"program", ApplyTuneConfig(program, *cfg)}}.dump();
-      a.params_json = json(*cfg).dump();
-      KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+      AttemptRow init;
+      init.source = ApplyTuneConfig(main, *cfg);
+      if (!program.empty()) init.extra_files_json = json{{"program", ApplyTuneConfig(program, *cfg)}}.dump();
+      init.params_json = json(*cfg).dump();
+      KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("tune", ++evals, -1, init));
       KF_RETURN_IF_ERROR(EvaluateAttempt(a));
       search.Report(*cfg, IsCorrect(a) ? std::optional<double>(a.median_ms) : std::nullopt);
     }
@@ -483,9 +491,16 @@ Result<ForgeSummary> ForgeRun::Run() {
     return Finalize("done", OverBudget(&why) ? why : "offline tuner finished its search");
   }
   if (!best_) {
-    const AttemptRow* seed = nullptr;
-    for (const AttemptRow& a : attempts_) if (a.phase == "seed") seed = &a;
-    KF_ASSIGN_OR_RETURN(bool ok, Functional(0, seed && seed->state == "done" ? seed : nullptr));
+    // Continue the chain where an earlier session stopped: repair the last judged attempt
+    // (else the seed's), counting the generations already made against functional_attempts.
+    const AttemptRow* start = nullptr;
+    int made = 0;
+    for (const AttemptRow& a : attempts_) {
+      if (a.state != "done" || a.status == "abandoned") continue;
+      if (a.phase == "seed" && !start) start = &a;
+      if (a.phase == "functional" && a.iteration == 0) { start = &a; ++made; }
+    }
+    KF_ASSIGN_OR_RETURN(bool ok, Functional(0, start, made));
     if (!ok) {
       std::string why;
       return Finalize("done", OverBudget(&why) ? why : "no correct kernel within the functional attempts");

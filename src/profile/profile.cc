@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -51,18 +52,38 @@ bool ParseNumber(std::string s, double* v) {
   return end && *end == '\0';
 }
 
-// Scales a value in `unit` to milliseconds (times) or GB/s (bandwidths); others unchanged.
+// Seconds in one `unit` of time: "ns"/"nsecond", "us"/"usecond", "ms"/"msecond", "s"/"second"
+// (ncu prints either spelling depending on version and --print-units); 0 when unknown.
+double SecondsPer(const std::string& unit) {
+  static const std::map<std::string, double> kTime = {
+      {"ns", 1e-9}, {"nsecond", 1e-9}, {"us", 1e-6}, {"usecond", 1e-6}, {"ms", 1e-3},
+      {"msecond", 1e-3}, {"s", 1}, {"second", 1}, {"sec", 1}};
+  auto it = kTime.find(unit);
+  return it == kTime.end() ? 0 : it->second;
+}
+
+// Bytes in one `unit` of data: "byte", "Kbyte", "Mbyte", "Gbyte", "Tbyte" (also "B", "KB", ...).
+double BytesPer(const std::string& unit) {
+  static const std::map<std::string, double> kBytes = {
+      {"byte", 1}, {"B", 1}, {"Kbyte", 1e3}, {"KB", 1e3}, {"Mbyte", 1e6}, {"MB", 1e6},
+      {"Gbyte", 1e9}, {"GB", 1e9}, {"Tbyte", 1e12}, {"TB", 1e12}};
+  auto it = kBytes.find(unit);
+  return it == kBytes.end() ? 0 : it->second;
+}
+
+// Scales a value in `unit` to milliseconds (keys ending in _ms) or GB/s (keys ending in _gbs);
+// other keys, and units it does not know, are left as they are.
 double Normalize(const std::string& key, const std::string& unit, double v) {
-  static const std::map<std::string, double> kTime = {{"nsecond", 1e-6}, {"usecond", 1e-3}, {"msecond", 1}, {"second", 1e3}};
-  static const std::map<std::string, double> kRate = {{"byte/second", 1e-9}, {"Kbyte/second", 1e-6}, {"Mbyte/second", 1e-3},
-                                                      {"Gbyte/second", 1}, {"Tbyte/second", 1e3}, {"byte/s", 1e-9}, {"Gbyte/s", 1}, {"Tbyte/s", 1e3}};
-  if (key.size() > 3 && key.compare(key.size() - 3, 3, "_ms") == 0) {
-    auto it = kTime.find(unit);
-    return it == kTime.end() ? v : v * it->second;
+  auto ends = [&](const char* s) { size_t n = std::strlen(s); return key.size() > n && key.compare(key.size() - n, n, s) == 0; };
+  if (ends("_ms")) {
+    double s = SecondsPer(unit);
+    return s > 0 ? v * s * 1e3 : v;
   }
-  if (key.size() > 4 && key.compare(key.size() - 4, 4, "_gbs") == 0) {
-    auto it = kRate.find(unit);
-    return it == kRate.end() ? v : v * it->second;
+  if (ends("_gbs")) {
+    size_t slash = unit.find('/');
+    if (slash == std::string::npos) return v;
+    double b = BytesPer(unit.substr(0, slash)), s = SecondsPer(unit.substr(slash + 1));
+    return b > 0 && s > 0 ? v * b / s / 1e9 : v;
   }
   return v;
 }

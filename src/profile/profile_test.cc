@@ -1,6 +1,7 @@
 // Specifications of the profile stage's parsers. The ncu and compute-sanitizer samples below
 // were written by hand from the documented output formats (ncu --csv: one row per kernel
-// launch and metric with the columns named in the header; compute-sanitizer: "========="
+// launch and metric with the columns named in the header, units spelled "nsecond" or "ns",
+// "byte/second" or "byte/ns"; compute-sanitizer: "========="
 // prefixed lines ending in an ERROR SUMMARY); they are not captured from a real run.
 #include <gtest/gtest.h>
 
@@ -20,7 +21,8 @@ kforge-worker: check set 0 poison a
 "0","4242","kforge-worker","127.0.0.1","softmax_rows(const float *, float *, int, int)","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active","%","n/a"
 "0","4242","kforge-worker","127.0.0.1","softmax_rows(const float *, float *, int, int)","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","ratio","6.5"
 "0","4242","kforge-worker","127.0.0.1","softmax_rows(const float *, float *, int, int)","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","ratio","1.25"
-"1","4242","kforge-worker","127.0.0.1","scale_rows(float *, int)","1","13","(128, 1, 1)","(64, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","2.5"
+"1","4242","kforge-worker","127.0.0.1","scale_rows(float *, int)","1","13","(128, 1, 1)","(64, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","us","2.5"
+"1","4242","kforge-worker","127.0.0.1","scale_rows(float *, int)","1","13","(128, 1, 1)","(64, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes.sum.per_second","byte/ns","1,500.5"
 ==PROF== Disconnected from process 4242
 )csv";
 
@@ -39,6 +41,7 @@ TEST(NcuCsvTest, GivenTheDocumentedCsvItNormalisesUnitsPerKernel) {
   ASSERT_EQ(k["top_stalls"].size(), 2u);
   EXPECT_EQ(k["top_stalls"][0]["reason"], "long_scoreboard");  // largest first
   EXPECT_NEAR(p["kernels"][1]["duration_ms"].get<double>(), 0.0025, 1e-12);
+  EXPECT_NEAR(p["kernels"][1]["dram_bandwidth_gbs"].get<double>(), 1500.5, 1e-9);
   EXPECT_NEAR(p["duration_ms"].get<double>(), 0.01498, 1e-9);
 }
 

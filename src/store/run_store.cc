@@ -446,9 +446,11 @@ Status SqliteRunStore::UpdateAttempt(const AttemptRow& a) {
   return WriteTransaction("updating an attempt", [&]() -> Status {
     Statement s(db_,
                 "UPDATE attempts SET state = ?1, status = ?2, verdict_json = ?3, median_ms = ?4, "
-                "sol_percent = ?5, source = ?6 WHERE run_id = ?7 AND number = ?8");
+                "sol_percent = ?5, source = ?6, extra_files_json = ?7, source_hash = ?8, "
+                "params_json = ?9 WHERE run_id = ?10 AND number = ?11");
     s.BindText(a.state).BindText(a.status).BindText(a.verdict_json).BindReal(a.median_ms);
-    s.BindReal(a.sol_percent).BindText(a.source).BindInt(a.run_id).BindInt(a.number);
+    s.BindReal(a.sol_percent).BindText(a.source).BindText(a.extra_files_json);
+    s.BindText(a.source_hash).BindText(a.params_json).BindInt(a.run_id).BindInt(a.number);
     if (s.Step() != SQLITE_DONE) return Error("updating an attempt");
     if (sqlite3_changes(db_) > 0) return Status::Ok();
     return Status::NotFound(

@@ -106,7 +106,8 @@ class RunStore {
 
   // Inserts the attempt with the next number of its run; returns that number.
   virtual Result<int64_t> AddAttempt(const AttemptRow& attempt) = 0;
-  // Replaces the mutable fields (state, status, verdict_json, median_ms, sol_percent, source).
+  // Replaces the mutable fields (state, status, verdict_json, median_ms, sol_percent, source,
+  // extra_files_json, source_hash, params_json).
   virtual Status UpdateAttempt(const AttemptRow& attempt) = 0;
   virtual Result<std::vector<AttemptRow>> Attempts(int64_t run_id) = 0;
   virtual Result<AttemptRow> GetAttempt(int64_t run_id, int64_t number) = 0;

@@ -6,9 +6,11 @@
 
 #define KF_GLUE(a, b) a##b
 
-// One thread walks the whole tensor: slow enough (milliseconds) to stand out.
+// One thread walks the whole tensor, each step waiting for the store before it (a volatile
+// read-after-write chain through memory): milliseconds, like a large problem's real work.
 __global__ void serial_scale(const float* x, float* y, float s, float b, long long n) {
-  for (long long i = 0; i < n; ++i) y[i] = s * x[i] + b;
+  volatile float* vy = y;
+  for (long long i = 0; i < n; ++i) vy[i] = s * x[i] + b + 0.0f * (i > 0 ? vy[i - 1] : 0.0f);
 }
 
 KF_EXPORT int kf_cuda_run(const kf_cuda_args* a) {
