@@ -198,7 +198,7 @@ TEST_F(EvalTest, GivenACompileErrorTheLogNamesTheLine) {
 }
 
 TEST_F(EvalTest, GivenATimeBelowTheRooflineFloorItIsSuspicious) {
-  Verdict v = Eval("impossible", kData / "impossible" / "good.cc");
+  Verdict v = Eval("impossible", kData / "scale" / "good.cc");
   EXPECT_EQ(v.status, VerdictStatus::kSuspicious);
   EXPECT_EQ(v.gate, "speed_of_light");
 }

@@ -451,7 +451,7 @@ Result<Peaks> OpenClDevice::MeasurePeaks() {
   KF_ASSIGN_OR_RETURN(p.bandwidth_gbs, PeakBandwidth());
   KF_ASSIGN_OR_RETURN(p.fp32_gflops, PeakFma());
   p.detail = {{"bandwidth", "max of kf_copy (read+write bytes) and kf_read (read bytes) in peaks.cl over 8x the cache, best of 5 runs each"},
-              {"fp32", "best of 3 runs of kf_fma (peaks.cl): 64 FMA chains per work-item"}};
+              {"fp32", "best of 3 runs of kf_fma (peaks.cl): 16 float4 FMA chains per work-item"}};
   return p;
 }
 
