@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kforge: verified fast kernels for any accelerator"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kforge 0.1.0");
+  app.set_config("--config", "", "Read options from a TOML file: a [optimize] (or [eval], ...) table whose keys are the long flag names; command-line flags win");
   kforge::AddLoopCommands(app, &exit_code);
   kforge::AddEvalCommand(app, &exit_code);
   kforge::AddProblemsCommand(app, &exit_code);

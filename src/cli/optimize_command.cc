@@ -46,7 +46,7 @@ void PrintSummary(const ForgeSummary& s, bool offline) {
     fmt::print("  no correct kernel\n");
   }
   if (offline && s.evaluations_exhaustive > 0)
-    fmt::print("  tuner    {} evaluations; an exhaustive sweep of the same space needs {}\n", s.attempts - 1, s.evaluations_exhaustive);
+    fmt::print("  tuner    {} evaluations; an exhaustive sweep of the same space needs {}\n", s.tune_evaluations, s.evaluations_exhaustive);
 }
 
 int RunLoop(LoopFlags& f, bool resume) {

@@ -43,6 +43,8 @@ class ForgeRun {
   Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent, AttemptRow a = {});
   Status WriteFiles(const AttemptRow& a, fs::path* main);
   Status EvaluateAttempt(AttemptRow& a);
+  std::string DeniedPattern(const AttemptRow& a) const;
+  Verdict DeniedVerdict(const AttemptRow& a) const;
   Status EnsureSeed();
   Status FinishPending();
   Result<std::string> CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt);
@@ -144,6 +146,23 @@ Status ForgeRun::WriteFiles(const AttemptRow& a, fs::path* main) {
   return Status::Ok();
 }
 
+// The first of the user's --deny patterns (substrings) that the candidate contains, or "".
+std::string ForgeRun::DeniedPattern(const AttemptRow& a) const {
+  for (const std::string& d : options_.deny)
+    if (!d.empty() && (a.source.find(d) != std::string::npos || a.extra_files_json.find(d) != std::string::npos)) return d;
+  return "";
+}
+
+Verdict ForgeRun::DeniedVerdict(const AttemptRow& a) const {
+  Verdict v;
+  v.status = VerdictStatus::kSuspicious;
+  v.gate = "deny";
+  v.message = "the candidate contains the denied pattern `" + DeniedPattern(a) + "` (kforge optimize --deny)";
+  v.problem = problem_.name;
+  v.backend = options_.backend;
+  return v;
+}
+
 Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   fs::path main;
   KF_RETURN_IF_ERROR(WriteFiles(a, &main));
@@ -155,7 +174,7 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   EvalOptions eo = options_.eval;
   eo.backend = options_.backend;
   if (a.phase == "tune") eo.baselines = false;
-  Result<Verdict> v = Evaluate(problem_, main, eo, *deps_.runner);
+  Result<Verdict> v = DeniedPattern(a).empty() ? Evaluate(problem_, main, eo, *deps_.runner) : Result<Verdict>(DeniedVerdict(a));
   if (!v.ok()) return v.status();
   KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", Now() - t0}));
   a.state = "done";
@@ -459,6 +478,7 @@ Result<ForgeSummary> ForgeRun::Finalize(const std::string& status, const std::st
   s.seed_ms = run_.seed_ms;
   s.attempts = static_cast<int64_t>(attempts_.size());
   s.evaluations_exhaustive = static_cast<int64_t>(exhaustive_);
+  for (const AttemptRow& a : attempts_) s.tune_evaluations += a.phase == "tune";
   if (best_) {
     s.best_attempt = best_->number;
     s.best_ms = best_->median_ms;

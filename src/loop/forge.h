@@ -69,6 +69,7 @@ struct ForgeSummary {
   double best_ms = 0, seed_ms = 0, sol_percent = 0;
   std::filesystem::path best_path;   // the best kernel's main file, or empty
   int64_t attempts = 0, evaluations_exhaustive = 0;
+  int64_t tune_evaluations = 0;      // offline mode: configurations evaluated
   RunTotals totals;
 };
 
