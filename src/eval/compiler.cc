@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <mutex>
 #include <regex>
 
@@ -14,6 +15,14 @@ namespace kforge {
 namespace fs = std::filesystem;
 
 namespace {
+
+bool IsTransient(const ProcessResult& r) {
+  if (r.end == ProcessResult::End::kStartFailed) return true;
+  std::string text = r.err + r.out + r.start_error;
+  return text.find("Resource temporarily unavailable") != std::string::npos ||
+         text.find("Cannot allocate memory") != std::string::npos;
+}
+
 
 std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
   const char* path = std::getenv("PATH");
@@ -202,11 +211,18 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
   spec.limits.address_space_bytes = nvcc ? 16ull << 30 : 4ull << 30;
   spec.limits.output_bytes = 1 << 20;
   ProcessResult r = runner.Run(spec);
+  // A compiler that could not start or fork (the sandbox user's process limit is shared by
+  // every sandbox on the machine) is a transient failure of the machine, not of the candidate:
+  // try once more.
+  if (IsTransient(r)) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    r = runner.Run(spec);
+  }
   out.command = spec.argv;
   std::string full = r.err + r.out;
   if (backend.compile_report && kind == CompileKind::kCandidate) out.resources = backend.compile_report(full);
   out.log = TailLines(full, 60, 16 << 10);
-  if (r.end != ProcessResult::End::kExited) out.log = "compiler " + r.Describe() + "\n" + out.log;
+  if (!r.Succeeded()) out.log = "compiler " + r.Describe() + (r.start_error.empty() ? "" : ": " + r.start_error) + "\n" + out.log;
   out.ok = r.Succeeded() && fs::exists(dir / "candidate.so");
   if (out.ok) {
     std::error_code ec;
