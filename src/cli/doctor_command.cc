@@ -17,25 +17,12 @@ namespace fs = std::filesystem;
 namespace {
 
 bool CheckBackend(const BackendInfo& b, ProcessRunner& runner, bool remeasure) {
-  Result<fs::path> dir = MakeTempDir("doctor");
-  if (!dir.ok()) return false;
-  ProcessSpec spec;
-  spec.argv = {WorkerPath().string(), "probe", b.name};
-  spec.cwd = *dir;
-  const char* path = std::getenv("PATH");
-  spec.env = {{"PATH", path ? path : "/usr/bin:/bin"}, {"HOME", dir->string()}};
-  for (const char* name : {"LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES"})
-    if (const char* v = std::getenv(name)) spec.env[name] = v;
-  spec.limits.wall_seconds = 60;
-  spec.limits.address_space_bytes = 0;
-  ProcessResult r = runner.Run(spec);
-  std::error_code ec;
-  fs::remove_all(*dir, ec);
-  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-  if (!r.Succeeded() || j.is_discarded()) {
-    fmt::print("  {:<8} NOT USABLE: the worker {}\n", b.name, r.Describe());
+  Result<nlohmann::json> probe = ProbeWorker(runner, b.name);
+  if (!probe.ok()) {
+    fmt::print("  {:<8} NOT USABLE: {}\n", b.name, probe.status().message());
     return false;
   }
+  const nlohmann::json& j = *probe;
   if (j.contains("error")) {
     fmt::print("  {:<8} NOT USABLE: {}\n", b.name, j["error"].get<std::string>());
     return false;

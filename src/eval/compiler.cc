@@ -138,23 +138,12 @@ Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend
   std::string key = std::string(backend.name) + "-" + std::to_string(device);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("probe"));
-  ProcessSpec spec;
-  spec.argv = {WorkerPath().string(), "probe", backend.name};
-  spec.cwd = dir;
-  spec.env = CompilerEnv(dir);
-  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES"})
-    if (const char* v = std::getenv(name)) spec.env[name] = v;
-  spec.limits.wall_seconds = 60;
-  spec.limits.address_space_bytes = 0;
-  ProcessResult r = runner.Run(spec);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-  Result<std::string> arch = Status::Unavailable("probing backend " + std::string(backend.name) + " failed: " + r.Describe());
-  if (!j.is_discarded() && j.contains("error")) {
+  Result<nlohmann::json> probe = ProbeWorker(runner, backend.name);
+  const nlohmann::json j = probe.ok() ? *probe : nlohmann::json(nullptr);
+  Result<std::string> arch = probe.ok() ? Result<std::string>(std::string()) : probe.status();
+  if (probe.ok() && j.contains("error")) {
     arch = Status::Unavailable(j["error"].get<std::string>());
-  } else if (!j.is_discarded()) {
+  } else if (probe.ok()) {
     const nlohmann::json devices = j.value("devices", nlohmann::json::array());
     std::smatch m;
     static const std::regex kArch(R"(\b(sm_\d+a?)\b)");

@@ -9,33 +9,10 @@ namespace kforge {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-Result<json> Probe(const std::string& backend, ProcessRunner& runner) {
-  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("probe"));
-  ProcessSpec spec;
-  spec.argv = {WorkerPath().string(), "probe", backend};
-  spec.cwd = dir;
-  const char* path = std::getenv("PATH");
-  spec.env = {{"PATH", path ? path : "/usr/bin:/bin"}, {"HOME", dir.string()}};
-  for (const char* name : {"LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES"})
-    if (const char* v = std::getenv(name)) spec.env[name] = v;
-  spec.limits.wall_seconds = 60;
-  spec.limits.address_space_bytes = 0;
-  ProcessResult r = runner.Run(spec);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  json j = json::parse(r.out, nullptr, false);
-  if (!r.Succeeded() || j.is_discarded())
-    return Status::Unavailable("probing backend " + backend + " failed: " + r.Describe() + "\n" + TailLines(r.err, 10, 2000));
-  return j;
-}
-
-}  // namespace
 
 Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
                                    bool remeasure) {
-  KF_ASSIGN_OR_RETURN(json probe, Probe(backend, runner));
+  KF_ASSIGN_OR_RETURN(json probe, ProbeWorker(runner, backend));
   if (probe.contains("error")) return Status::Unavailable(probe["error"].get<std::string>());
   json fp = probe.value("fingerprint", json::object());
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());

@@ -95,6 +95,24 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   return run;
 }
 
+Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend) {
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("probe"));
+  ProcessSpec spec;
+  spec.argv = {WorkerPath().string(), "probe", backend};
+  spec.cwd = dir;
+  spec.env = WorkerEnv(dir);
+  spec.limits.wall_seconds = 60;
+  spec.limits.address_space_bytes = 0;
+  ProcessResult r = runner.Run(spec);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.Succeeded() || j.is_discarded())
+    return Status::Unavailable("probing backend " + backend + " failed: the worker " + r.Describe() + "\n" +
+                               TailLines(r.err, 10, 2000));
+  return j;
+}
+
 void Cleanup(const WorkerRun& run) {
   if (std::getenv("KFORGE_KEEP_TEMP")) return;
   std::error_code ec;

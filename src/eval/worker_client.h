@@ -38,6 +38,11 @@ struct WorkerFiles {
 Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files,
                             const Limits& limits, const std::vector<std::string>& wrapper = {});
 
+// Runs `kforge-worker probe <backend>` in the sandbox, with the environment jobs get, and
+// returns what it printed: {"backend", "devices", "fingerprint"} or {"backend", "error"}.
+// A worker that fails or prints no JSON is an Unavailable Status saying how it ended.
+Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend);
+
 // Removes the job folder unless KFORGE_KEEP_TEMP is set.
 void Cleanup(const WorkerRun& run);
 
