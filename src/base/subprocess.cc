@@ -15,6 +15,8 @@
 //      were re-parented to us (we are a child subreaper), each step bounded in time.
 #include "base/subprocess.h"
 
+#include <sys/stat.h>
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -36,6 +38,8 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+
+#include "base/files.h"
 
 namespace kforge {
 namespace {
@@ -710,12 +714,71 @@ pid_t StartChild(const ChildPlan& plan, ParentEnds* ends, std::string* error) {
   return pid;
 }
 
+// True when user nobody can reach and execute `path`: every folder above it searchable by
+// others and the file executable and readable by others.
+bool NobodyCanExecute(const fs::path& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return true;  // let exec report the real error
+  if ((st.st_mode & (S_IXOTH | S_IROTH)) != (S_IXOTH | S_IROTH) && st.st_uid != kNobodyUid) return false;
+  for (fs::path dir = fs::absolute(path).parent_path(); ; dir = dir.parent_path()) {
+    if (stat(dir.c_str(), &st) != 0) return true;
+    if (!(st.st_mode & S_IXOTH) && st.st_uid != kNobodyUid) return false;
+    if (dir == dir.root_path()) return true;
+  }
+}
+
+// A root user's build often lives where nobody cannot go (/root is 0700, so is a mktemp -d
+// folder). Before dropping to nobody, such a program is copied, once per version, into a
+// folder nobody can reach: <cache>/sandbox-bin, or /var/cache/kforge/sandbox-bin when the cache
+// itself is private. Returns the path to exec, or an error message in *error.
+std::string ReachableByNobody(const std::string& program, std::string* error) {
+  if (program.find('/') == std::string::npos || NobodyCanExecute(program)) return program;
+  std::error_code ec;
+  struct stat st;
+  if (stat(program.c_str(), &st) != 0) return program;
+  fs::path base = "/var/cache/kforge";
+  if (Result<fs::path> cache = CacheDir(); cache.ok() && NobodyCanExecute(*cache / "x")) base = *cache;
+  const fs::path dir = base / "sandbox-bin";
+  fs::create_directories(dir, ec);
+  chmod(base.c_str(), 0755);
+  chmod(dir.c_str(), 0755);
+  const std::string key = fmt::format("{}|{}|{}", fs::absolute(program).string(), st.st_size,
+                                      st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  const fs::path staged = dir / (fs::path(program).filename().string() + "-" + HashHex(key));
+  if (fs::exists(staged, ec)) return staged.string();
+  const fs::path tmp = staged.string() + ".tmp" + std::to_string(getpid());
+  fs::copy_file(program, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::permissions(tmp, fs::perms(0755), ec);
+  if (!ec) fs::rename(tmp, staged, ec);
+  if (ec || !NobodyCanExecute(staged)) {
+    fs::remove(tmp, ec);
+    *error = fmt::format("'{}' lies in a folder user nobody cannot enter, and copying it to {} "
+                         "failed; build kforge in a folder others can read (chmod o+x on its "
+                         "parents) or set KFORGE_CACHE_DIR to such a folder",
+                         program, dir.string());
+    return program;
+  }
+  return staged.string();
+}
+
 ProcessResult RunChecked(const ProcessSpec& spec) {
   ProcessResult result;
   result.limits = spec.limits;
   if (spec.argv.empty() || spec.argv[0].empty()) return StartFailed(result, "empty command");
-  const ChildPlan plan = MakePlan(spec);
-  std::string error = PrepareWorkdir(spec, plan.drop_privileges);
+  std::string error;
+  ProcessSpec staged_spec;
+  const ProcessSpec* run_spec = &spec;
+  if (geteuid() == 0 && spec.limits.drop_privileges) {
+    std::string program = ReachableByNobody(spec.argv[0], &error);
+    if (!error.empty()) return StartFailed(result, error);
+    if (program != spec.argv[0]) {
+      staged_spec = spec;
+      staged_spec.argv[0] = program;
+      run_spec = &staged_spec;
+    }
+  }
+  const ChildPlan plan = MakePlan(*run_spec);
+  error = PrepareWorkdir(spec, plan.drop_privileges);
   if (!error.empty()) return StartFailed(result, error);
   ParentEnds ends;
   const Clock::time_point start = Clock::now();

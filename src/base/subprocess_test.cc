@@ -371,6 +371,19 @@ TEST_F(SandboxTest, GivenRootItRunsTheChildAsNobodyInAWritableDirectory) {
   EXPECT_EQ(st.st_uid, kNobody);
 }
 
+TEST_F(SandboxTest, GivenRootAndAProgramInAPrivateFolderItRunsAStagedCopyAsNobody) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: nothing is staged for an unprivileged caller";
+  TempDir secret;  // mkdtemp makes it 0700: nobody cannot enter it
+  ASSERT_EQ(chmod(secret.path().c_str(), 0700), 0);
+  const fs::path program = secret.path() / "helper";
+  fs::copy_file(kHelper, program);
+  ProcessResult r = Run(Spec({program.string(), "threads", "0"}));
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  // The same program again reuses the staged copy; a changed one gets a new copy.
+  ProcessResult again = Run(Spec({program.string(), "threads", "0"}));
+  EXPECT_TRUE(again.Succeeded()) << again.Describe() << again.err;
+}
+
 // Runs as nobody (in a forked test process) what the root tests check for root: the
 // unprivileged path (user namespace, RLIMIT_NPROC). Returns 0, or which check failed.
 int CheckUnprivilegedPath(const fs::path& cwd, int port) {
