@@ -50,6 +50,11 @@ struct EvalOptions {
 Result<Verdict> Evaluate(const Problem& problem, const std::filesystem::path& candidate,
                          const EvalOptions& options, ProcessRunner& runner);
 
+// PyTorch problems only: runs the reference and times the eager and torch.compile baselines
+// (baselines "torch_eager", "torch_compile", "torch_best"), judging no candidate. The verdict's
+// status is correct when they ran; failures of a baseline are warnings.
+Result<Verdict> MeasureBaselines(const Problem& problem, const EvalOptions& options, ProcessRunner& runner);
+
 // Device peaks for a backend/device, measured once and cached per device fingerprint.
 struct DevicePeaks {
   double bandwidth_gbs = 0;

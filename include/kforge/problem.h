@@ -54,7 +54,14 @@ struct Tolerance {
   double rms = 0.0;  // max allowed RMS(out - ref) / RMS(ref)
 };
 
+// How the problem is stated: a kforge problem file (TOML, C++ reference) or a PyTorch module in
+// KernelBench format (Model, get_inputs, get_init_inputs), whose reference runs in the Python
+// worker. For a PyTorch problem, `sizes` are its module-level integer constants and `attrs` its
+// float constants (both overridable); its tensors are learned when the reference runs.
+enum class ProblemFormat { kKforge, kPyTorch };
+
 struct Problem {
+  ProblemFormat format = ProblemFormat::kKforge;
   std::filesystem::path path;  // the problem file, absolute
   std::filesystem::path dir;   // folder that relative paths resolve against, absolute
   std::string name;
@@ -90,7 +97,15 @@ struct BoundProblem {
   double bytes = 0.0;
 };
 
-// Parses and validates a problem file. Errors name the file, the line and the field, and say
+// Loads a PyTorch problem (a .py file in KernelBench format) without running it: checks that it
+// defines Model, get_inputs and get_init_inputs, and reads its top-level numeric constants.
+Result<Problem> LoadPyTorchProblem(const std::filesystem::path& file);
+
+// The integer constants a --quick run shrinks, and to what: every integer constant of a PyTorch
+// problem of at least 256 is divided by 16 (rounded down, at least 1); others stay.
+std::map<std::string, int64_t> QuickSizes(const Problem& problem);
+
+// Parses and validates a problem file (a .py file is loaded by LoadPyTorchProblem). Errors name the file, the line and the field, and say
 // what was expected: "<file>:<line>: <field>: <what is wrong>; expected <what>", with <file> as
 // given. Beyond the format's rules it checks that every shape and cost evaluates at the default
 // sizes, the quick sizes and the hidden variants of both (VariantSizes), so that Bind cannot fail

@@ -82,7 +82,40 @@ BackendInfo CudaBackend() {
   return b;
 }
 
+BackendInfo PythonBackend(const char* name, const char* summary, bool wants_gpu) {
+  BackendInfo b{name, summary, "kf_run", "", {}, {}, false, "", PythonRules(), nullptr, nullptr};
+  b.compiler = "python";
+  b.source_name = "candidate.py";
+  b.unlimited_address_space = true;
+  b.python_hosted = true;
+  b.wants_gpu = wants_gpu;
+  // Python launches cost tens of microseconds each; only a gap far beyond that is suspicious.
+  b.host_gap_suspicious_ms = 1.0;
+  return b;
+}
+
 }  // namespace
+
+const std::vector<DenyRule>& PythonRules() {
+  static const std::vector<DenyRule> kRules = [] {
+    std::vector<DenyRule> r = {
+        {R"(\bimport\s+(threading|multiprocessing|subprocess|socket|ctypes|signal|gc|inspect|importlib|concurrent)\b|\bfrom\s+(threading|multiprocessing|subprocess|socket|ctypes|signal|gc|inspect|importlib|concurrent)\b)",
+         "imports a module for threads, processes, sockets, raw memory or introspection"},
+        {R"(\bos\.(system|fork|popen|exec\w*|spawn\w*|kill|environ|getenv|putenv)\b|\b__import__\s*\(|(^|[^.\w])(exec|eval)\s*\(|\bsys\.(modules|_getframe|settrace|setprofile)\b)",
+         "runs or loads code indirectly, or reads the environment"},
+        {R"(\bimport\s+time\b|\bfrom\s+time\b|\btime\.(time|perf_counter|sleep|monotonic)\b)", "reads clocks or sleeps"},
+        {R"((^|[^.\w])(open|compile)\s*\()", "opens files or compiles code at run time outside load_inline"},
+        {R"(\btorch\.compile\s*\()", "wraps torch.compile (that is the torch.compile baseline, not a kernel)"},
+        {R"(torch\.cuda\.(Stream|stream|ExternalStream|set_stream|graph|CUDAGraph)\b|cudaStreamCreate\w*|cudaGraph\w*|cudaLaunchHostFunc)",
+         "uses its own streams or graphs (the device timers would miss the work)"},
+        {R"(\bcublas\w*|\bcudnn\w*|\bcutlass::|\bcublasLt\w*)", "calls a vendor library instead of its own kernels"},
+        {R"(\b__(expf|exp10f|logf|log2f|sinf|cosf|tanf|powf|fdividef)\s*\(|use_fast_math|--use_fast_math|ftz=true)",
+         "uses fast-math intrinsics or options (fast-math is policed per problem)"},
+    };
+    return r;
+  }();
+  return kRules;
+}
 
 const std::vector<BackendInfo>& Backends() {
   static const std::vector<BackendInfo> kBackends = {
@@ -92,6 +125,10 @@ const std::vector<BackendInfo>& Backends() {
        "kf_cl_run", "kforge_opencl.h", {"-DCL_TARGET_OPENCL_VERSION=120"}, {"-lOpenCL"},
        true, ".cl", OpenClRules(), NewOpenClDevice, ListOpenClDevices},
       CudaBackend(),
+      PythonBackend("triton", "Triton kernels in a Python module (kf_run or a KernelBench ModelNew); "
+                    "NVIDIA GPUs, or Triton's interpreter on the CPU", true),
+      PythonBackend("pytorch", "KernelBench ModelNew modules: PyTorch with inline CUDA (load_inline) or "
+                    "Triton kernels; on a GPU when there is one, else the CPU", true),
   };
   return kBackends;
 }

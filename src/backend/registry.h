@@ -45,7 +45,15 @@ struct BackendInfo {
   // > 0: a host median above 1.5 x the device median + this many ms is "suspicious" (work that
   // escaped the device timer); 0: only a warning (when the device is the host itself).
   double host_gap_suspicious_ms = 0;
+  // Candidates are Python modules run by the Python worker (python/kforge_pyworker.py), not
+  // shared libraries run by kforge-worker; open/list_devices are nullptr. Any backend also
+  // takes a .py candidate (a KernelBench ModelNew), judged through the Python worker.
+  bool python_hosted = false;
+  bool wants_gpu = false;  // Python jobs run on CUDA when there is a device
 };
+
+// Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.
+const std::vector<DenyRule>& PythonRules();
 
 const std::vector<BackendInfo>& Backends();
 // nullptr when there is no backend of that name.

@@ -161,8 +161,22 @@ TEST_F(SandboxTest, GivenNoPathInTheEnvironmentItSearchesTheParentsPath) {
   EXPECT_EQ(r.out, "");
 }
 
+// A copy of the helper that user nobody can reach, for tests that search PATH or run as
+// nobody themselves (the build folder may sit under a private folder such as mktemp -d).
+fs::path VisibleHelper() {
+  static const fs::path copy = [] {
+    std::string pattern = (fs::temp_directory_path() / "kforge-helper-XXXXXX").string();
+    fs::path dir = mkdtemp(pattern.data());
+    chmod(dir.c_str(), 0755);
+    fs::copy_file(kHelper, dir / "sandbox_helper");
+    chmod((dir / "sandbox_helper").c_str(), 0755);
+    return dir / "sandbox_helper";
+  }();
+  return copy;
+}
+
 TEST_F(SandboxTest, GivenAPathInTheEnvironmentItSearchesThatPathNotTheParents) {
-  const fs::path helper(kHelper);
+  const fs::path helper = VisibleHelper();
   ProcessSpec spec = Spec({helper.filename().string(), "threads", "0"});
   spec.env["PATH"] = "/nonexistent:" + helper.parent_path().string();
   ProcessResult r = Run(spec);
@@ -391,11 +405,11 @@ int CheckUnprivilegedPath(const fs::path& cwd, int port) {
   std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
   for (const std::string& line : DescribeIsolation())
     fprintf(stderr, "  [as nobody] %s\n", line.c_str());
-  ProcessSpec spec = MakeSpec({kHelper, "connect", std::to_string(port)}, cwd);
+  ProcessSpec spec = MakeSpec({VisibleHelper().string(), "connect", std::to_string(port)}, cwd);
   ProcessResult r = runner->Run(spec);
   if (r.network_private != NetworkIsPrivateHere()) return 11;
   if (r.network_private && r.Succeeded()) return 12;  // connected despite a private network
-  spec = MakeSpec({kHelper, "forkbomb"}, cwd);
+  spec = MakeSpec({VisibleHelper().string(), "forkbomb"}, cwd);
   spec.limits.max_processes = 16;
   spec.limits.wall_seconds = 2;
   r = runner->Run(spec);
@@ -407,6 +421,7 @@ int CheckUnprivilegedPath(const fs::path& cwd, int port) {
 
 TEST(SandboxUnprivilegedTest, GivenANonRootCallerItIsolatesAndContainsAsWell) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to become an unprivileged user for the test";
+  VisibleHelper();  // copied while still root
   TempDir dir;
   ASSERT_EQ(chown(dir.path().c_str(), kNobody, kNobody), 0);
   int port = 0;

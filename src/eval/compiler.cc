@@ -24,6 +24,11 @@ bool IsTransient(const ProcessResult& r) {
 }
 
 
+// The ABI headers are copied into every compile folder: the compiler runs as the sandbox user,
+// who may not be able to read the source tree (a root user's /root or a mktemp -d clone).
+constexpr const char* kAbiCopy = "kforge_abi";
+constexpr const char* kAbiHeaders[] = {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h", "kforge_cuda.h"};
+
 std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
   const char* path = std::getenv("PATH");
   return {{"PATH", path ? path : "/usr/bin:/bin"}, {"HOME", dir.string()},
@@ -35,7 +40,7 @@ std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
 std::vector<std::string> NvccFlags(const BackendInfo& backend, const std::string& arch) {
   std::vector<std::string> f = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
                                 "-arch=" + arch, "-lineinfo", "-Xptxas", "-v",
-                                "-I" + AbiIncludeDir().string()};
+                                "-I" + std::string(kAbiCopy)};
   f.insert(f.end(), backend.compile_flags.begin(), backend.compile_flags.end());
   return f;
 }
@@ -71,7 +76,7 @@ std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>&
 
 std::vector<std::string> Flags(const BackendInfo& backend, CompileKind kind) {
   std::vector<std::string> f = {"-std=c++20", "-fPIC", "-shared", "-fvisibility=hidden",
-                                "-I" + AbiIncludeDir().string()};
+                                "-I" + std::string(kAbiCopy)};
   if (kind == CompileKind::kReference) {
     f.insert(f.end(), {"-O2", "-fno-fast-math", "-ffp-contract=off"});
     return f;
@@ -83,7 +88,7 @@ std::vector<std::string> Flags(const BackendInfo& backend, CompileKind kind) {
 
 std::string AbiHeadersText() {
   std::string all;
-  for (const char* h : {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h", "kforge_cuda.h"}) {
+  for (const char* h : kAbiHeaders) {
     Result<std::string> t = ReadFile(AbiIncludeDir() / h);
     if (t.ok()) all += *t;
   }
@@ -188,6 +193,13 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
   const std::string source_name = kind == CompileKind::kCandidate ? backend.source_name : "candidate.cc";
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("compile"));
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / source_name, text));
+  fs::create_directories(dir / kAbiCopy);
+  for (const char* h : kAbiHeaders) {
+    std::error_code ec;
+    fs::copy_file(AbiIncludeDir() / h, dir / kAbiCopy / h, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status::NotFound("cannot copy the ABI header " + (AbiIncludeDir() / h).string() + ": " + ec.message() +
+                                    "; set KFORGE_HOME to kforge's source or install folder");
+  }
   ProcessSpec spec;
   spec.argv = {tool};
   spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());

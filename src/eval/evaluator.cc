@@ -1,4 +1,8 @@
 // The evaluation pipeline. Each gate is one method; Run() reads as the list of gates.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -9,6 +13,7 @@
 #include "eval/compare.h"
 #include "eval/compiler.h"
 #include "eval/inputs.h"
+#include "eval/python_worker.h"
 #include "eval/static_check.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
@@ -91,6 +96,19 @@ class Evaluation {
   void ChooseArch();
   void Advisory();
   json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as_root, std::string* out);
+  // PyTorch problems and Python candidates (docs/pytorch-problems.md).
+  Status StartPython();
+  Status PreparePyTorch();
+  Result<bool> RunPythonCandidate();
+  Status PyTorchBaselines();
+  json PythonJob(const std::string& mode) const;
+  Limits PythonLimits() const;
+  std::string PythonLockFile() const;
+
+ public:
+  Result<Verdict> RunBaselinesOnly();
+
+ private:
   void Finish(VerdictStatus s, const std::string& message, const std::string& gate = "") {
     verdict_.status = s;
     verdict_.message = message;
@@ -110,10 +128,17 @@ class Evaluation {
   std::string arch_;  // per-device-arch backends (cuda): the device's architecture, "sm_90"
   std::vector<Trial> trials_;
   Verdict verdict_;
+  bool pytorch_ = false;           // the problem is a PyTorch module
+  bool python_candidate_ = false;  // the candidate is a Python module (Python worker)
+  json py_probe_;
+  std::string torch_device_;       // "cpu" or "cuda:N" for Python jobs
+  Problem described_;              // PyTorch problems: the problem with the tensors the reference reported
+  json py_sets_ = json::array();   // PyTorch problems: per trial seed, magnitude, overrides, hashes, outputs
 };
 
 bool Evaluation::StaticGate() {
-  std::vector<std::string> findings = StaticCheck(source_, backend_->deny);
+  std::vector<std::string> findings =
+      python_candidate_ ? StaticCheck(source_, PythonRules(), true) : StaticCheck(source_, backend_->deny);
   if (findings.empty()) return true;
   std::string all;
   for (const std::string& f : findings) all += (all.empty() ? "" : "; ") + f;
@@ -123,9 +148,12 @@ bool Evaluation::StaticGate() {
 
 Result<bool> Evaluation::CompileGate() {
   auto t0 = std::chrono::steady_clock::now();
-  KF_ASSIGN_OR_RETURN(CompileOutput ref, Compile(runner_, *FindBackend("cpp"), problem_.reference, CompileKind::kReference));
-  if (!ref.ok) return Status::InvalidArgument("the reference of problem '" + problem_.name + "' (" + problem_.reference.string() + ") does not compile:\n" + ref.log);
-  reference_library_ = ref.library;
+  if (!pytorch_) {
+    KF_ASSIGN_OR_RETURN(CompileOutput ref, Compile(runner_, *FindBackend("cpp"), problem_.reference, CompileKind::kReference));
+    if (!ref.ok) return Status::InvalidArgument("the reference of problem '" + problem_.name + "' (" + problem_.reference.string() + ") does not compile:\n" + ref.log);
+    reference_library_ = ref.library;
+  }
+  if (python_candidate_) return true;  // Python candidates load (and build inline code) in the worker
   ChooseArch();
   KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, candidate_, CompileKind::kCandidate, arch_));
   Stage("compile", t0);
@@ -407,7 +435,8 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
 }
 
 bool Evaluation::CheckPrecision(const WorkerRun& run) {
-  verdict_.precision = run.result.value("precision", json::object());
+  const json reported = run.result.value("precision", json::object());
+  for (const auto& [k, v] : reported.items()) verdict_.precision[k] = v;
   verdict_.precision["fast_math_allowed"] = problem_.allow_fast_math;
   const json fast = verdict_.precision.value("fast_math_options", json::array());
   if (!fast.empty() && !problem_.allow_fast_math) {
@@ -470,7 +499,9 @@ Status Evaluation::SpeedOfLight() {
   // Cached peaks measured on a busy machine are too low and would make honest kernels look
   // impossible: a time below the floor first re-measures the peaks, then judges again.
   for (bool remeasure : {false, true}) {
-    KF_ASSIGN_OR_RETURN(DevicePeaks peaks, GetDevicePeaks(backend_->name, options_.device, runner_, remeasure));
+    // Python jobs on the CPU are held to the host's peaks; on a GPU to the CUDA device's.
+    std::string peaks_backend = !python_candidate_ ? backend_->name : torch_device_ == "cpu" ? "cpp" : "cuda";
+    KF_ASSIGN_OR_RETURN(DevicePeaks peaks, GetDevicePeaks(peaks_backend, options_.device, runner_, remeasure));
     double t_flops = peaks.fp32_gflops > 0 ? b.flops / (peaks.fp32_gflops * 1e9) : 0;
     double t_bytes = peaks.bandwidth_gbs > 0 ? b.bytes / (peaks.bandwidth_gbs * 1e9) : 0;
     verdict_.floor_ms = 1e3 * std::max(t_flops, t_bytes);
@@ -551,6 +582,286 @@ Status Evaluation::Baselines() {
   return Status::Ok();
 }
 
+
+// --- PyTorch problems and Python candidates (docs/pytorch-problems.md). ----------------------
+
+Status Evaluation::StartPython() {
+  pytorch_ = problem_.format == ProblemFormat::kPyTorch;
+  if (!pytorch_ && !python_candidate_) return Status::Ok();
+  KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_));
+  if (py_probe_.contains("error")) return Status::Unavailable(py_probe_["error"].get<std::string>());
+  // Native GPU backends and GPU-minded Python backends run the Python side on the GPU.
+  bool gpu = backend_->wants_gpu || backend_->per_device_arch;
+  torch_device_ = TorchDevice(py_probe_, gpu, options_.device);
+  if (backend_->name == std::string("triton") && !py_probe_.contains("triton"))
+    return Status::Unavailable("the triton backend needs Triton in " + PythonInterpreter() + " (" +
+                               py_probe_.value("triton_error", std::string("not installed")) +
+                               "); scripts/setup installs it, or set KFORGE_PYTHON");
+  verdict_.fingerprint["python"] = py_probe_;
+  verdict_.fingerprint["torch_device"] = torch_device_;
+  if (python_candidate_ && torch_device_ == "cpu" && backend_->name == std::string("triton"))
+    verdict_.warnings.push_back("no CUDA device: Triton runs in its interpreter on the CPU (correctness only; its times say nothing about a GPU)");
+  return Status::Ok();
+}
+
+Limits Evaluation::PythonLimits() const {
+  Limits l = WorkerLimits();
+  l.address_space_bytes = 0;        // CUDA and PyTorch reserve large virtual ranges
+  l.cpu_seconds = 0;                 // compilers (inductor, nvcc via load_inline) run in parallel
+  l.max_processes = 512;             // inductor and ninja start workers
+  l.wall_seconds = std::max(options_.timeout_seconds, 600.0);
+  l.output_bytes = 64 << 10;
+  return l;
+}
+
+std::string Evaluation::PythonLockFile() const {
+  Result<fs::path> cache = CacheDir();
+  if (!cache.ok()) return "";
+  fs::create_directories(*cache / "locks");
+  fs::path p = *cache / "locks" / ((torch_device_ == "cpu" ? std::string("cpu") : "cuda-" + std::to_string(options_.device)) + ".lock");
+  int fd = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    fchmod(fd, 0666);  // the sandbox user opens it too
+    close(fd);
+  }
+  return p.string();
+}
+
+json Evaluation::PythonJob(const std::string& mode) const {
+  json job = {{"mode", mode}, {"device", torch_device_}, {"sets", json::array()}};
+  if (pytorch_) {
+    job["problem"] = {{"kind", "kernelbench"}, {"module", "problem.py"}};
+    job["sets"] = py_sets_;
+  } else {
+    job["problem"] = {{"kind", "native"}};
+    for (size_t t = 0; t < trials_.size(); ++t) {
+      json set = {{"attrs", json::array()}, {"inputs", json::array()}, {"outputs", json::array()}};
+      for (const LaunchAttr& a : AttrsFor(trials_[t].bound)) {
+        bool integer = trials_[t].bound.sizes.count(a.name) > 0;
+        for (const Attribute& pa : problem_.attrs) integer |= pa.name == a.name && pa.is_integer;
+        set["attrs"].push_back({{"name", a.name}, {"i", a.i}, {"f", a.f}, {"integer", integer}});
+      }
+      for (const TensorShape& in : trials_[t].bound.inputs)
+        set["inputs"].push_back({{"name", in.name}, {"dtype", DTypeName(in.dtype)}, {"dims", in.dims},
+                                 {"file", "in_" + std::to_string(t) + "_" + in.name + ".bin"}});
+      for (const TensorShape& out : trials_[t].bound.outputs)
+        set["outputs"].push_back({{"name", out.name}, {"dtype", DTypeName(out.dtype)}, {"dims", out.dims}});
+      job["sets"].push_back(set);
+    }
+  }
+  if (torch_device_ == "cpu" && python_candidate_) job["interpret"] = true;  // Triton's interpreter
+  return job;
+}
+
+Status Evaluation::PreparePyTorch() {
+  auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, int64_t> overrides = options_.sizes;
+  if (options_.quick) {
+    for (const auto& [k, v] : QuickSizes(problem_)) overrides.emplace(k, v);
+  }
+  KF_ASSIGN_OR_RETURN(BoundProblem main, Bind(problem_, overrides, false));
+  verdict_.sizes = main.sizes;
+  const int seeds = std::max(options_.seeds, 1);
+  std::vector<std::map<std::string, int64_t>> sizes_of;
+  for (int s = 0; s < seeds; ++s) {
+    py_sets_.push_back({{"seed", s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", main.sizes}});
+    sizes_of.push_back(main.sizes);
+  }
+  // Hidden sizes: the batch dimension moves (3/4 of it, odd), the one size every KernelBench
+  // candidate must take as given; other constants may be structural (kernel sizes, groups).
+  auto batch = main.sizes.find("batch_size");
+  if (options_.hidden_sizes && batch != main.sizes.end() && batch->second > 1) {
+    std::map<std::string, int64_t> variant = main.sizes;
+    int64_t v = batch->second, k = std::max<int64_t>(1, v - v / 4);
+    if (k >= v) k = v - 1;
+    if (k % 2 == 0 && k > 1) --k;
+    variant["batch_size"] = k;
+    for (int s = 0; s < 2; ++s) {
+      py_sets_.push_back({{"seed", 1000 + s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", variant}, {"hidden", true}});
+      sizes_of.push_back(variant);
+    }
+  }
+  json job = PythonJob("reference");
+  job["write_inputs"] = !python_candidate_;  // native candidates read the inputs from files
+  job["lock_file"] = PythonLockFile();
+  PythonJobFiles files;
+  files.copies["problem.py"] = problem_.path;
+  KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, PythonLimits()));
+  Status status = Status::Ok();
+  if (!run.finished() || run.result.contains("error") || !run.result.contains("sets") ||
+      run.result["sets"].size() != py_sets_.size()) {
+    status = Status::Internal("the PyTorch reference of problem '" + problem_.name + "' failed (" + run.process.Describe() +
+                              ", stage " + run.last_stage + "): " + run.result.value("error", json::object()).value("message", "") +
+                              "\n" + TailLines(run.process.err, 12, 3000));
+  }
+  described_ = problem_;
+  described_.inputs.clear();
+  described_.outputs.clear();
+  for (size_t t = 0; status.ok() && t < py_sets_.size(); ++t) {
+    const json& d = run.result["sets"][t];
+    Trial trial;
+    trial.seed = py_sets_[t]["seed"].get<uint64_t>();
+    trial.magnitude = py_sets_[t]["magnitude"].get<double>();
+    trial.hidden = py_sets_[t].value("hidden", false);
+    trial.bound.problem = &described_;
+    trial.bound.sizes = sizes_of[t];
+    json hashes = json::object(), outputs = json::array();
+    for (const json& in : d["inputs"]) {
+      Result<DType> dt = ParseDType(in["dtype"].get<std::string>());
+      if (!dt.ok()) { status = dt.status(); break; }
+      TensorShape shape{in["name"].get<std::string>(), *dt, in["dims"].get<std::vector<int64_t>>()};
+      trial.bound.inputs.push_back(shape);
+      hashes[shape.name] = in["hash"];
+      if (t == 0) described_.inputs.push_back({shape.name, {}, *dt, {}});
+      if (in.contains("file")) {
+        Result<std::string> bytes = run.ReadOutput(in["file"].get<std::string>());
+        if (!bytes.ok()) { status = bytes.status(); break; }
+        HostTensor h{shape, std::move(*bytes), {}};
+        trial.inputs.push_back(std::move(h));
+      }
+    }
+    for (const json& out : d["outputs"]) {
+      Result<DType> dt = ParseDType(out["dtype"].get<std::string>());
+      Result<DType> rdt = ParseDType(out["reference_dtype"].get<std::string>());
+      if (!dt.ok() || !rdt.ok()) { status = dt.ok() ? rdt.status() : dt.status(); break; }
+      TensorShape shape{out["name"].get<std::string>(), *dt, out["dims"].get<std::vector<int64_t>>()};
+      trial.bound.outputs.push_back(shape);
+      if (t == 0) described_.outputs.push_back({shape.name, {}, *dt, {}});
+      outputs.push_back({{"name", shape.name}, {"dtype", DTypeName(*dt)}, {"dims", shape.dims}});
+      Result<std::string> bytes = run.ReadOutput(out["file"].get<std::string>());
+      if (!bytes.ok()) { status = bytes.status(); break; }
+      std::vector<double> v(static_cast<size_t>(shape.numel()));
+      if (bytes->size() != v.size() * DTypeSize(*rdt)) { status = Status::Internal("reference output '" + shape.name + "' has the wrong size"); break; }
+      ToDouble(*rdt, bytes->data(), v.size(), v.data());
+      trial.reference.push_back(std::move(v));
+    }
+    if (!status.ok()) break;
+    for (const TensorShape& sh : trial.bound.inputs) trial.bound.bytes += static_cast<double>(sh.bytes());
+    for (const TensorShape& sh : trial.bound.outputs) trial.bound.bytes += static_cast<double>(sh.bytes());
+    trial.bound.flops = d.value("flops", 0.0);
+    py_sets_[t]["input_hashes"] = hashes;
+    py_sets_[t]["outputs"] = outputs;
+    if (t == 0) {
+      verdict_.precision["reference"] = d.value("reference_precision", "");
+      if (d.value("reference_precision", "") != "float64")
+        verdict_.warnings.push_back("the reference ran in the problem's own precision: " + d.value("reference_precision", std::string()));
+      verdict_.fingerprint["reference_device"] = run.result.value("fingerprint", json::object());
+      verdict_.fingerprint["problem_constants"] = d.value("constants", json::object());
+    }
+    trials_.push_back(std::move(trial));
+  }
+  Cleanup(run);
+  Stage("reference", t0);
+  if (!status.ok()) return status;
+  if (trials_.empty() || trials_[0].bound.outputs.empty()) return Status::Internal("the PyTorch reference returned no outputs");
+  std::string why;
+  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(trials_[0].bound.outputs[0].dtype), &why))
+    verdict_.warnings.push_back("degenerate problem: " + why);
+  return Status::Ok();
+}
+
+Result<bool> Evaluation::RunPythonCandidate() {
+  auto t0 = std::chrono::steady_clock::now();
+  json job = PythonJob("candidate");
+  job["candidate"] = "candidate.py";
+  job["entry"] = source_.find("class ModelNew") != std::string::npos ? "ModelNew" : backend_->python_hosted ? backend_->entry : "kf_run";
+  job["checks"] = json::array();
+  for (size_t t = 0; t < trials_.size(); ++t) job["checks"].push_back(t);
+  if (options_.timing) {
+    json plan = {{"sets", trials_.size() > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
+                 {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
+                 {"cv_target", options_.cv_target}, {"flush", true}};
+    job["timing"] = plan;
+  }
+  job["lock_file"] = PythonLockFile();
+  PythonJobFiles files;
+  files.copies["candidate.py"] = candidate_;
+  if (pytorch_) files.copies["problem.py"] = problem_.path;
+  for (size_t t = 0; !pytorch_ && t < trials_.size(); ++t) {
+    for (const HostTensor& h : trials_[t].inputs) files.blobs["in_" + std::to_string(t) + "_" + h.shape.name + ".bin"] = h.bytes;
+  }
+  Limits limits = PythonLimits();
+  verdict_.limits = LimitsToJson(limits);
+  KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, limits));
+  Stage("run", t0);
+  verdict_.fingerprint["device"] = run.result.value("fingerprint", json::object());
+  if (run.result.contains("parameters")) verdict_.precision["parameters"] = run.result["parameters"];
+  if (run.result.contains("error") && run.result["error"].value("stage", "") == "load") {
+    verdict_.compiler_output = TailLines(run.result["error"].value("message", ""), 40, 8000);
+    Finish(VerdictStatus::kCompileError, "the candidate does not load: " + run.result["error"].value("message", "").substr(0, 300));
+    Cleanup(run);
+    return false;
+  }
+  if (source_.find("load_inline") == std::string::npos && source_.find("triton.jit") == std::string::npos &&
+      source_.find("cpp_extension") == std::string::npos)
+    verdict_.warnings.push_back("the candidate defines no kernel of its own (no load_inline, no @triton.jit): it is PyTorch code");
+  if (run.result.contains("error") && run.result["error"].value("stage", "") == "check") {
+    // Outputs of the wrong shape or dtype, or a different number of them.
+    Finish(VerdictStatus::kWrongOutput, run.result["error"].value("message", ""));
+    Cleanup(run);
+    return false;
+  }
+  bool checks_done = run.result.contains("checks") && run.result["checks"].size() == trials_.size();
+  bool ok = checks_done ? CheckTrials(run) && ProcessEnded(run) : ProcessEnded(run) && CheckTrials(run);
+  ok = ok && CheckPrecision(run) && (!options_.timing || CheckTiming(run));
+  Cleanup(run);
+  return ok;
+}
+
+Status Evaluation::PyTorchBaselines() {
+  auto t0 = std::chrono::steady_clock::now();
+  for (const std::string kind : {"eager", "compile"}) {
+    json job = PythonJob("baseline");
+    job["baseline"] = kind;
+    size_t n = std::min<size_t>(2, trials_.size());
+    job["timing"] = {{"sets", n > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
+                     {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
+                     {"cv_target", options_.cv_target}, {"flush", true}};
+    job["lock_file"] = PythonLockFile();
+    job.erase("interpret");
+    PythonJobFiles files;
+    files.copies["problem.py"] = problem_.path;
+    Result<WorkerRun> run = RunPythonWorker(runner_, job, files, PythonLimits());
+    if (!run.ok()) return run.status();
+    std::string name = kind == "eager" ? "torch_eager" : "torch_compile";
+    if (!run->finished() || run->result.contains("error") || !run->result.contains("timing")) {
+      std::string msg = run->result.value("error", json::object()).value("message", run->process.Describe());
+      verdict_.warnings.push_back(name + " baseline: " + msg.substr(0, 400));
+    } else {
+      const json& tj = run->result["timing"];
+      verdict_.baselines[name] = ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+      verdict_.stages[name + "_first_call"] = run->result.value("first_call_seconds", 0.0);
+    }
+    Cleanup(*run);
+  }
+  auto eager = verdict_.baselines.find("torch_eager"), compiled = verdict_.baselines.find("torch_compile");
+  if (eager != verdict_.baselines.end() && compiled != verdict_.baselines.end())
+    verdict_.baselines["torch_best"] = eager->second.median_ms <= compiled->second.median_ms ? eager->second : compiled->second;
+  else if (eager != verdict_.baselines.end())
+    verdict_.baselines["torch_best"] = eager->second;
+  if (verdict_.timing && verdict_.timing->median_ms > 0)
+    for (const auto& [name, t] : verdict_.baselines) verdict_.speedups[name] = t.median_ms / verdict_.timing->median_ms;
+  Stage("baselines", t0);
+  return Status::Ok();
+}
+
+Result<Verdict> Evaluation::RunBaselinesOnly() {
+  backend_ = FindBackend(options_.backend);
+  if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
+  if (problem_.format != ProblemFormat::kPyTorch)
+    return Status::InvalidArgument("problem '" + problem_.name + "' is not a PyTorch problem: it has no eager or torch.compile baseline");
+  verdict_.problem = problem_.name;
+  verdict_.backend = backend_->name;
+  KF_RETURN_IF_ERROR(StartPython());
+  python_candidate_ = true;  // no native inputs are needed
+  KF_RETURN_IF_ERROR(PreparePyTorch());
+  verdict_.flops = trials_[0].bound.flops;
+  verdict_.bytes = trials_[0].bound.bytes;
+  KF_RETURN_IF_ERROR(PyTorchBaselines());
+  Finish(VerdictStatus::kCorrect, "baselines only: no candidate was judged");
+  return verdict_;
+}
+
 Result<Verdict> Evaluation::Run() {
   backend_ = FindBackend(options_.backend);
   if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
@@ -561,12 +872,18 @@ Result<Verdict> Evaluation::Run() {
   verdict_.candidate_hash = HashHex(source_);
   verdict_.fingerprint["compiler"] = ToolchainVersion(runner_, *backend_);
   verdict_.fingerprint["kforge"] = "0.1.0";
+  python_candidate_ = backend_->python_hosted || candidate_.extension() == ".py";
   if (!StaticGate()) return verdict_;
+  KF_RETURN_IF_ERROR(StartPython());
   KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
   if (!compiled) return verdict_;
-  KF_RETURN_IF_ERROR(PrepareTrials());
-  KF_RETURN_IF_ERROR(ComputeReference());
-  KF_ASSIGN_OR_RETURN(bool passed, RunCandidate());
+  if (pytorch_) {
+    KF_RETURN_IF_ERROR(PreparePyTorch());
+  } else {
+    KF_RETURN_IF_ERROR(PrepareTrials());
+    KF_RETURN_IF_ERROR(ComputeReference());
+  }
+  KF_ASSIGN_OR_RETURN(bool passed, python_candidate_ ? RunPythonCandidate() : RunCandidate());
   Advisory();
   if (!passed || !options_.timing) {
     if (passed) Finish(VerdictStatus::kCorrect, "correct (not timed)");
@@ -575,12 +892,17 @@ Result<Verdict> Evaluation::Run() {
   Finish(VerdictStatus::kCorrect, "");
   KF_RETURN_IF_ERROR(SpeedOfLight());
   if (verdict_.status != VerdictStatus::kCorrect) return verdict_;
-  if (options_.baselines) KF_RETURN_IF_ERROR(Baselines());
+  if (options_.baselines) KF_RETURN_IF_ERROR(pytorch_ ? PyTorchBaselines() : Baselines());
   verdict_.message = "passed " + std::to_string(trials_.size()) + " trials";
   return verdict_;
 }
 
 }  // namespace
+
+Result<Verdict> MeasureBaselines(const Problem& problem, const EvalOptions& options, ProcessRunner& runner) {
+  Evaluation e(problem, "", options, runner);
+  return e.RunBaselinesOnly();
+}
 
 Result<Verdict> Evaluate(const Problem& problem, const fs::path& candidate, const EvalOptions& options,
                          ProcessRunner& runner) {

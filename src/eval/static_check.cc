@@ -36,11 +36,18 @@ std::string StripComments(const std::string& s) {
   return out;
 }
 
-std::vector<std::string> StaticCheck(const std::string& source, const std::vector<DenyRule>& rules) {
-  std::string code = StripComments(source);
+std::string StripPythonComments(const std::string& s) {
+  // Whole-line comments only; '#' lines of C/CUDA sources held in strings are code.
+  static const std::regex comment(R"(^[ \t]*#(?!\s*(include|define|pragma|if|ifdef|ifndef|endif|else|elif|undef)\b)[^\n]*)",
+                                  std::regex::multiline);
+  return std::regex_replace(s, comment, "");
+}
+
+std::vector<std::string> StaticCheck(const std::string& source, const std::vector<DenyRule>& rules, bool python) {
+  std::string code = python ? StripPythonComments(source) : StripComments(source);
   std::vector<std::string> findings;
   for (const DenyRule& rule : rules) {
-    std::regex re(rule.pattern);
+    std::regex re(rule.pattern, std::regex::ECMAScript | std::regex::multiline);
     std::smatch m;
     if (!std::regex_search(code, m, re)) continue;
     size_t line = 1 + std::count(code.begin(), code.begin() + m.position(0), '\n');

@@ -15,7 +15,10 @@ namespace kforge {
 std::string StripComments(const std::string& source);
 
 // One finding per rule hit: "line 12: starts processes: `system(`".
-std::vector<std::string> StaticCheck(const std::string& source, const std::vector<DenyRule>& rules);
+// Python sources (python = true) drop whole-line '#' comments only.
+std::string StripPythonComments(const std::string& source);
+std::vector<std::string> StaticCheck(const std::string& source, const std::vector<DenyRule>& rules,
+                                     bool python = false);
 
 }  // namespace kforge
 

@@ -657,6 +657,7 @@ Status Loader::LoadCandidates() {
 
 Result<Problem> LoadProblem(const fs::path& file) {
   const std::string shown = file.string();
+  if (file.extension() == ".py") return LoadPyTorchProblem(file);
   std::error_code ignored;
   if (!fs::is_regular_file(file, ignored)) {
     return Status::NotFound(fmt::format(

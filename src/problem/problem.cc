@@ -134,6 +134,7 @@ Result<BoundProblem> Bind(const Problem& problem, const Sizes& overrides, bool q
   BoundProblem bound;
   bound.problem = &problem;
   KF_ASSIGN_OR_RETURN(bound.sizes, ResolveSizes(problem, overrides, quick));
+  if (problem.format == ProblemFormat::kPyTorch) return bound;  // tensors come from the reference
   KF_RETURN_IF_ERROR(BindShapes(problem.inputs, bound.sizes, "input", &bound.inputs));
   KF_RETURN_IF_ERROR(BindShapes(problem.outputs, bound.sizes, "output", &bound.outputs));
   KF_ASSIGN_OR_RETURN(bound.flops, BindCost(problem.flops_expr, bound.sizes, "flops", true));

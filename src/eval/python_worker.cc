@@ -1,0 +1,130 @@
+#include "eval/python_worker.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "base/files.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string PythonInterpreter() {
+  if (const char* env = std::getenv("KFORGE_PYTHON"); env && *env) return env;
+  std::error_code ec;
+  for (const char* p : {"/opt/kforge/venv/bin/python3", "/usr/bin/python3"}) {
+    if (fs::exists(p, ec)) return p;
+  }
+  return "python3";
+}
+
+fs::path PythonWorkerScript() { return DataDir() / "python" / "kforge_pyworker.py"; }
+
+namespace {
+
+// Compile caches that Python candidates share between jobs (Triton kernels, torch extensions),
+// so that a second judgement of the same source is warm. Baseline jobs never use them: a
+// candidate could plant a slow artefact there to inflate its speedup.
+std::map<std::string, std::string> PythonEnv(const fs::path& dir, bool shared_caches) {
+  std::map<std::string, std::string> env = {
+      {"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C.UTF-8"},
+      {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"}, {"PYTHONUNBUFFERED", "1"},
+      {"TRITON_CACHE_DIR", (dir / "triton").string()},
+      {"TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").string()},
+      {"TORCHINDUCTOR_CACHE_DIR", (dir / "inductor").string()},
+      {"MAX_JOBS", std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "OMP_NUM_THREADS",
+                           "TORCH_CUDA_ARCH_LIST", "CC", "CXX"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  if (!shared_caches) return env;
+  Result<fs::path> cache = CacheDir();
+  if (!cache.ok()) return env;
+  for (const auto& [var, sub] : std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"},
+                                                                   {"TORCH_EXTENSIONS_DIR", "torch_extensions"}}) {
+    fs::path p = *cache / "python" / sub;
+    std::error_code ec;
+    fs::create_directories(p, ec);
+    if (ec) continue;
+    if (geteuid() == 0) {
+      (void)!chown((*cache / "python").c_str(), 65534, 65534);
+      (void)!chown(p.c_str(), 65534, 65534);
+    }
+    env[var] = p.string();
+  }
+  return env;
+}
+
+}  // namespace
+
+Result<json> ProbePython(ProcessRunner& runner) {
+  static std::mutex mu;
+  static json cached;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!cached.is_null()) return cached;
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyprobe"));
+  std::error_code ec;
+  fs::copy_file(PythonWorkerScript(), dir / "kforge_pyworker.py", ec);
+  if (ec) return Status::NotFound("the Python worker " + PythonWorkerScript().string() + " is missing: " + ec.message());
+  ProcessSpec spec;
+  spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "probe"};
+  spec.cwd = dir;
+  spec.env = PythonEnv(dir, false);
+  spec.limits.wall_seconds = 120;
+  spec.limits.address_space_bytes = 0;
+  spec.limits.max_processes = 256;
+  ProcessResult r = runner.Run(spec);
+  fs::remove_all(dir, ec);
+  json j = json::parse(r.out, nullptr, false);
+  if (!r.Succeeded() || j.is_discarded() || !j.is_object())
+    return Status::Unavailable("the Python worker (" + PythonInterpreter() + ") " + r.Describe() +
+                               "; install Python 3 with PyTorch (scripts/setup) or set KFORGE_PYTHON\n" +
+                               TailLines(r.err, 10, 2000));
+  cached = j;
+  return cached;
+}
+
+std::string TorchDevice(const json& probe, bool want_gpu, int device) {
+  if (const char* env = std::getenv("KFORGE_TORCH_DEVICE"); env && *env) return env;
+  bool gpu = false;
+  for (const json& d : probe.value("devices", json::array())) gpu |= d.get<std::string>().rfind("cuda", 0) == 0;
+  return want_gpu && gpu ? "cuda:" + std::to_string(device) : "cpu";
+}
+
+Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
+                                  const Limits& limits) {
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyjob"));
+  std::map<std::string, fs::path> copies = files.copies;
+  copies["kforge_pyworker.py"] = PythonWorkerScript();
+  for (const auto& [name, from] : copies) {
+    std::error_code ec;
+    fs::copy_file(from, dir / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status::IoError("cannot copy " + from.string() + " into the job folder: " + ec.message());
+  }
+  for (const auto& [name, bytes] : files.blobs)
+    KF_RETURN_IF_ERROR(WriteFile(dir / name, bytes.data(), bytes.size()));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", job.dump(1)));
+  ProcessSpec spec;
+  spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "run", dir.string()};
+  spec.cwd = dir;
+  spec.env = PythonEnv(dir, job.value("mode", "") == "candidate");
+  spec.limits = limits;
+  WorkerRun run;
+  run.dir = dir;
+  run.process = runner.Run(spec);
+  const std::string tag = "kforge-worker: ";
+  size_t pos = run.process.err.rfind(tag);
+  run.last_stage = pos == std::string::npos ? "start" : run.process.err.substr(pos + tag.size(), run.process.err.find('\n', pos) - pos - tag.size());
+  Result<std::string> text = ReadFile(dir / "result.json");
+  if (text.ok()) {
+    json j = json::parse(*text, nullptr, false);
+    if (!j.is_discarded()) run.result = j;
+  }
+  return run;
+}
+
+}  // namespace kforge
