@@ -159,6 +159,17 @@ Result<std::filesystem::path> FindProblem(const std::string& name_or_path);
 // read are listed under their folder's name, so that loading them reports the error.
 std::vector<std::filesystem::path> ListBundledProblems();
 
+// A suite: the problems `kforge bench` runs, in order. `name_or_path` is
+//   - a folder: its *.py files (PyTorch problems) and every problem.toml below it, sorted by the
+//     number a KernelBench file name starts with, then by name;
+//   - "kernelbench-l1", "kernelbench-l2", "kernelbench-l3": a KernelBench level;
+//   - "kernelbench-l2-gemm": the 37 Level 2 problems whose names contain Gemm, Matmul or BMM;
+//   - "bundled": kforge's own problems.
+// KernelBench suites need a copy of KernelBench: `kernelbench_root` (the folder holding level1
+// .. level4, or a repository checkout with KernelBench/level1 ...), else $KFORGE_KERNELBENCH.
+Result<std::vector<std::filesystem::path>> ResolveSuite(const std::string& name_or_path,
+                                                        const std::filesystem::path& kernelbench_root = {});
+
 }  // namespace kforge
 
 #endif  // KFORGE_PROBLEM_H_

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "loop/forge.h"
+
 namespace kforge {
 
 constexpr int kExitOk = 0;
@@ -19,6 +21,10 @@ void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddProblemsCommand(CLI::App& app, int* exit_code);
 // optimize, resume, runs, show.
 void AddLoopCommands(CLI::App& app, int* exit_code);
+// kforge bench: a suite of problems, judged or optimized, summarized.
+void AddBenchCommand(CLI::App& app, int* exit_code);
+// One optimize run (the LLM from options.model, KFORGE_LLM or the config; offline otherwise).
+Result<ForgeSummary> OptimizeOne(const ForgeOptions& options, const std::string& llm_config);
 
 }  // namespace kforge
 

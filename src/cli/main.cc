@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "Read options from a TOML file: a [optimize] (or [eval], ...) table whose keys are the long flag names; command-line flags win");
   kforge::AddLoopCommands(app, &exit_code);
   kforge::AddEvalCommand(app, &exit_code);
+  kforge::AddBenchCommand(app, &exit_code);
   kforge::AddProblemsCommand(app, &exit_code);
   kforge::AddDoctorCommand(app, &exit_code);
 #ifdef KFORGE_HAVE_LLM

@@ -49,40 +49,39 @@ void PrintSummary(const ForgeSummary& s, bool offline) {
     fmt::print("  tuner    {} evaluations; an exhaustive sweep of the same space needs {}\n", s.tune_evaluations, s.evaluations_exhaustive);
 }
 
-int RunLoop(LoopFlags& f, bool resume) {
-  Result<std::unique_ptr<RunStore>> store = OpenStore();
-  if (!store.ok()) { fmt::print(stderr, "kforge: {}\n", store.status().message()); return kExitEnvironment; }
+// Starts (or resumes) one run with the LLM that --llm, KFORGE_LLM or the config names; offline
+// when none does. *offline says which it was.
+Result<ForgeSummary> RunForge(LoopFlags& f, bool resume, bool* offline) {
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<RunStore> store, OpenStore());
   if (resume) {
-    Result<RunRow> run = (*store)->GetRun(f.run_id);
-    if (!run.ok()) { fmt::print(stderr, "kforge resume: {}\n", run.status().message()); return kExitUsage; }
-    f.options = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
+    KF_ASSIGN_OR_RETURN(RunRow run, store->GetRun(f.run_id));
+    f.options = ForgeOptions::FromJson(json::parse(run.config_json, nullptr, false));
   }
   const char* cfg_env = std::getenv("KFORGE_LLM_CONFIG");
   std::string cfg_path = !f.llm_config.empty() ? f.llm_config : cfg_env ? cfg_env : "";
-  Result<llm::LlmConfig> config = cfg_path.empty() ? Result<llm::LlmConfig>(llm::LlmConfig()) : llm::LoadLlmConfig(cfg_path);
-  if (!config.ok()) { fmt::print(stderr, "kforge: {}\n", config.status().message()); return kExitUsage; }
-  f.options.model = ChooseModel(f, *config);
+  KF_ASSIGN_OR_RETURN(llm::LlmConfig config, cfg_path.empty() ? Result<llm::LlmConfig>(llm::LlmConfig()) : llm::LoadLlmConfig(cfg_path));
+  f.options.model = ChooseModel(f, config);
   std::unique_ptr<llm::LlmSession> session;
   std::unique_ptr<llm::LlmClient> generator, analyst;
   if (!f.options.model.empty()) {
-    Result<std::unique_ptr<llm::LlmSession>> s = llm::LlmSession::Create(*config);
-    if (!s.ok()) { fmt::print(stderr, "kforge: {}\n", s.status().message()); return kExitUsage; }
-    session = std::move(*s);
-    Result<std::unique_ptr<llm::LlmClient>> g = session->NewClient(f.options.model);
-    if (!g.ok()) { fmt::print(stderr, "kforge: {}\n", g.status().message()); return kExitUsage; }
-    generator = std::move(*g);
-    Result<std::unique_ptr<llm::LlmClient>> a = session->NewClient(f.options.analyst_model.empty() ? f.options.model : f.options.analyst_model);
-    if (!a.ok()) { fmt::print(stderr, "kforge: {}\n", a.status().message()); return kExitUsage; }
-    analyst = std::move(*a);
+    KF_ASSIGN_OR_RETURN(session, llm::LlmSession::Create(config));
+    KF_ASSIGN_OR_RETURN(generator, session->NewClient(f.options.model));
+    KF_ASSIGN_OR_RETURN(analyst, session->NewClient(f.options.analyst_model.empty() ? f.options.model : f.options.analyst_model));
   } else {
     fmt::print(stderr, "kforge: no LLM configured (--llm, KFORGE_LLM or a config's default_model): running the offline tuner with the rule-based analyst\n");
   }
+  *offline = !generator;
   std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
   std::unique_ptr<ProgressSink> progress = NewProgressSink(STDERR_FILENO);
-  ForgeDeps deps{store->get(), runner.get(), generator.get(), analyst.get(), progress.get(), WorkspaceDir() / "runs"};
-  Result<ForgeSummary> s = resume ? ResumeRun(f.run_id, deps) : StartRun(f.options, deps);
+  ForgeDeps deps{store.get(), runner.get(), generator.get(), analyst.get(), progress.get(), WorkspaceDir() / "runs"};
+  return resume ? ResumeRun(f.run_id, deps) : StartRun(f.options, deps);
+}
+
+int RunLoop(LoopFlags& f, bool resume) {
+  bool offline = true;
+  Result<ForgeSummary> s = RunForge(f, resume, &offline);
   if (!s.ok()) { fmt::print(stderr, "kforge: {}\n", s.status().message()); return s.status().code() == StatusCode::kInvalidArgument || s.status().code() == StatusCode::kNotFound ? kExitUsage : kExitEnvironment; }
-  PrintSummary(*s, !generator);
+  PrintSummary(*s, offline);
   return s->best_attempt > 0 ? kExitOk : kExitVerdict;
 }
 
@@ -152,6 +151,14 @@ void AddBudgetFlags(CLI::App* cmd, LoopFlags* f) {
 }
 
 }  // namespace
+
+Result<ForgeSummary> OptimizeOne(const ForgeOptions& options, const std::string& llm_config) {
+  LoopFlags f;
+  f.options = options;
+  f.llm_config = llm_config;
+  bool offline = true;
+  return RunForge(f, false, &offline);
+}
 
 void AddLoopCommands(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<LoopFlags>();

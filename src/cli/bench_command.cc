@@ -1,0 +1,219 @@
+// `kforge bench`: a suite of problems; per problem a candidate judged (--candidates), an
+// optimize run (--optimize) or only the baselines (--baselines-only); then the share correct,
+// fast_p and geometric-mean speedups (src/report/bench_report.h), as a table and as JSON.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "base/subprocess.h"
+#include "cli/commands.h"
+#include "kforge/eval.h"
+#include "kforge/problem.h"
+#include "report/bench_report.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct BenchFlags {
+  std::string suite, candidates, kernelbench, published, json_out, llm_config;
+  std::vector<std::string> sizes;
+  bool baselines_only = false, optimize = false, no_baselines = false;
+  int jobs = 1, iterations = 3;
+  std::string model;
+  EvalOptions options;
+};
+
+// Problem key: the file stem ("12_Gemm_Multiply_LeakyReLU") or a bundled problem's folder name.
+std::string ProblemKey(const fs::path& file) {
+  return file.filename() == "problem.toml" ? file.parent_path().filename().string() : file.stem().string();
+}
+
+// A candidate for `problem` in `dir`: <key>.<ext>, else a file starting "<N>_" or containing
+// "problem_<N>_" / "problem_<N>." (KernelBench's generation names), N the key's leading number.
+// Extensions the backend takes come first.
+fs::path FindCandidate(const fs::path& dir, const fs::path& problem, const std::string& backend) {
+  const std::string key = ProblemKey(problem);
+  std::smatch m;
+  std::string number = std::regex_search(key, m, std::regex("^([0-9]+)_")) ? m[1].str() : "";
+  std::vector<std::string> exts = backend == "cuda" ? std::vector<std::string>{".cu", ".py"}
+                                  : backend == "cpp" ? std::vector<std::string>{".cc", ".cpp", ".py"}
+                                  : backend == "opencl" ? std::vector<std::string>{".cpp", ".cc", ".py"}
+                                                        : std::vector<std::string>{".py"};
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const std::string& ext : exts) {
+    for (const fs::path& f : files)
+      if (f.extension() == ext && f.stem() == key) return f;
+    if (number.empty()) continue;
+    std::regex loose("^" + number + "_|problem_" + number + "([_.]|$)");
+    for (const fs::path& f : files)
+      if (f.extension() == ext && std::regex_search(f.filename().string(), loose)) return f;
+  }
+  return {};
+}
+
+BenchRow RowFromVerdict(const std::string& key, const Verdict& v) {
+  BenchRow r;
+  r.problem = key;
+  r.candidate = v.candidate;
+  r.status = VerdictStatusName(v.status);
+  r.message = v.message;
+  r.ms = v.timing ? v.timing->median_ms : 0;
+  for (const auto& [name, t] : v.baselines) r.baseline_ms[name] = t.median_ms;
+  r.compile_first_call_s = v.stages.value("torch_compile_first_call", 0.0);
+  r.verdict = v.ToJson();
+  return r;
+}
+
+BenchRow BenchOne(const BenchFlags& f, const fs::path& file, ProcessRunner& runner) {
+  const std::string key = ProblemKey(file);
+  BenchRow row;
+  row.problem = key;
+  Result<Problem> p = LoadProblem(file);
+  if (!p.ok()) { row.status = "error"; row.message = p.status().message(); return row; }
+  EvalOptions o = f.options;
+  for (const auto& [name, value] : f.options.sizes) {  // a size applies where the problem has it
+    bool has = false;
+    for (const SizeParam& s : p->sizes) has |= s.name == name;
+    if (!has) o.sizes.erase(name);
+  }
+  Result<Verdict> v = Status::Internal("nothing ran");
+  if (f.baselines_only) {
+    v = MeasureBaselines(*p, o, runner);
+    if (v.ok()) v->status = VerdictStatus::kCorrect;
+  } else {
+    fs::path candidate;
+    if (f.optimize) {
+      ForgeOptions fo;
+      fo.problem = file.string();
+      fo.backend = o.backend;
+      fo.model = f.model;
+      fo.iterations = f.iterations;
+      fo.eval = o;
+      Result<ForgeSummary> s = OptimizeOne(fo, f.llm_config);
+      if (!s.ok()) { row.status = "error"; row.message = "optimize: " + s.status().message(); return row; }
+      if (s->best_path.empty()) { row.status = "no_kernel"; row.message = "optimize run " + std::to_string(s->run_id) + ": " + s->stop_reason; return row; }
+      candidate = s->best_path;
+    } else {
+      candidate = FindCandidate(f.candidates, file, o.backend);
+      if (candidate.empty()) { row.status = "missing"; row.message = "no candidate for " + key + " in " + f.candidates; }
+    }
+    if (!candidate.empty()) v = Evaluate(*p, candidate, o, runner);
+    else if (p->format == ProblemFormat::kPyTorch && o.baselines) v = MeasureBaselines(*p, o, runner);
+    else return row;
+    if (candidate.empty() && v.ok()) {  // missing candidate: keep the baselines for the table
+      BenchRow b = RowFromVerdict(key, *v);
+      row.baseline_ms = b.baseline_ms;
+      row.compile_first_call_s = b.compile_first_call_s;
+      return row;
+    }
+  }
+  if (!v.ok()) { row.status = "error"; row.message = v.status().message(); return row; }
+  row = RowFromVerdict(key, *v);
+  if (f.baselines_only) row.status = "baselines";
+  return row;
+}
+
+int RunBench(BenchFlags& f) {
+  Result<std::vector<fs::path>> suite = ResolveSuite(f.suite, f.kernelbench);
+  if (!suite.ok()) { fmt::print(stderr, "kforge bench: {}\n", suite.status().message()); return kExitUsage; }
+  if (!f.baselines_only && !f.optimize && f.candidates.empty()) {
+    fmt::print(stderr, "kforge bench: say what to run: --candidates <folder> (one candidate per problem), --optimize, or --baselines-only\n");
+    return kExitUsage;
+  }
+  if (!f.candidates.empty() && !fs::is_directory(f.candidates)) {
+    fmt::print(stderr, "kforge bench: --candidates {} is not a folder\n", f.candidates);
+    return kExitUsage;
+  }
+  const std::vector<fs::path>& files = *suite;
+  std::vector<BenchRow> rows(files.size());
+  std::atomic<size_t> next{0};
+  std::mutex print_mu;
+  auto t0 = std::chrono::steady_clock::now();
+  auto work = [&] {
+    std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+    for (size_t i; (i = next++) < files.size();) {
+      rows[i] = BenchOne(f, files[i], *runner);
+      if (!f.published.empty() && files[i].extension() == ".py")
+        rows[i].published_ms = PublishedTimes(f.published, files[i].parent_path().filename().string(), files[i].filename().string());
+      std::lock_guard<std::mutex> lock(print_mu);
+      fmt::print(stderr, "kforge bench: [{}/{}] {} {}{}\n", i + 1, files.size(), rows[i].problem, rows[i].status,
+                 rows[i].ms > 0 ? fmt::format(" {:.4f} ms", rows[i].ms) : "");
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < std::max(1, f.jobs); ++j) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BenchSummary summary = Summarize(rows);
+  fmt::print("{}", BenchTable(rows, summary));
+  fmt::print("wall time {:.1f} s\n", seconds);
+  if (!f.json_out.empty()) {
+    json meta = {{"suite", f.suite}, {"backend", f.options.backend}, {"candidates", f.candidates},
+                 {"mode", f.baselines_only ? "baselines" : f.optimize ? "optimize" : "candidates"},
+                 {"quick", f.options.quick}, {"sizes", f.options.sizes}, {"published", f.published},
+                 {"wall_seconds", seconds}, {"kforge", "0.1.0"}};
+    std::string text = BenchToJson(rows, summary, meta).dump(1);
+    if (f.json_out == "-") {
+      fmt::print("{}\n", text);
+    } else {
+      std::ofstream out(f.json_out);
+      out << text << "\n";
+      if (!out) { fmt::print(stderr, "kforge bench: cannot write {}\n", f.json_out); return kExitEnvironment; }
+    }
+  }
+  for (const BenchRow& r : rows)
+    if (r.status == "error") return kExitEnvironment;
+  return summary.correct == summary.problems || f.baselines_only ? kExitOk : kExitVerdict;
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<BenchFlags>();
+  f->options.backend = "pytorch";
+  CLI::App* cmd = app.add_subcommand("bench", "Run a suite: judge a folder of candidates, optimize each problem, or time the PyTorch baselines");
+  cmd->add_option("suite", f->suite, "A folder of problems, kernelbench-l1/-l2/-l3, kernelbench-l2-gemm, or bundled")->required();
+  cmd->add_option("--backend,-b", f->options.backend, "Backend the candidates are for (default pytorch; cuda, triton, cpp, opencl)");
+  cmd->add_option("--candidates", f->candidates, "Folder with one candidate per problem (named after the problem, or <N>_*, or *problem_<N>_*)");
+  cmd->add_flag("--baselines-only", f->baselines_only, "Only run the references and time PyTorch eager and torch.compile");
+  cmd->add_flag("--optimize", f->optimize, "Run `kforge optimize` on each problem and judge its best kernel");
+  cmd->add_option("--llm", f->model, "With --optimize: the model (else KFORGE_LLM or the config; offline without)");
+  cmd->add_option("--llm-config", f->llm_config, "With --optimize: the LLM config file (docs/llm.md)");
+  cmd->add_option("--iterations", f->iterations, "With --optimize: optimization passes per problem (default 3)");
+  cmd->add_option("--kernelbench", f->kernelbench, "KernelBench copy for kernelbench-* suites (else $KFORGE_KERNELBENCH)");
+  cmd->add_option("--published", f->published, "Folder of KernelBench's published baseline times to compare with (e.g. baseline_times/H100_Modal)");
+  cmd->add_option("--json", f->json_out, "Write the results as JSON to this file (- for stdout)");
+  cmd->add_option("--jobs,-j", f->jobs, "Problems in flight at once (timed runs still take the device one at a time)");
+  cmd->add_option("--device", f->options.device, "Device index");
+  cmd->add_option("--size", f->sizes, "Override a size constant where a problem has it: --size batch_size=64");
+  cmd->add_flag("--quick", f->options.quick, "Small sizes (PyTorch problems: integer constants >= 256 divided by 16)");
+  cmd->add_flag("--no-baselines", f->no_baselines, "Do not time baselines (speedups and fast_p need them)");
+  cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
+  cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
+  cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
+  cmd->callback([f, exit_code] {
+    for (const std::string& item : f->sizes) {
+      size_t eq = item.find('=');
+      char* end = nullptr;
+      long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+      if (eq == std::string::npos || !end || *end) { fmt::print(stderr, "kforge bench: --size expects name=integer, got '{}'\n", item); *exit_code = kExitUsage; return; }
+      f->options.sizes[item.substr(0, eq)] = v;
+    }
+    f->options.baselines = !f->no_baselines;
+    *exit_code = RunBench(*f);
+  });
+}
+
+}  // namespace kforge

@@ -1,0 +1,122 @@
+#include "report/bench_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace kforge {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kBaselines[] = {"torch_eager", "torch_compile", "torch_best"};
+
+std::string Ms(double v) { return v > 0 ? fmt::format("{:.4f}", v) : "-"; }
+std::string X(double v) { return v > 0 ? fmt::format("{:.2f}x", v) : "-"; }
+
+}  // namespace
+
+double BenchRow::Speedup(const std::string& baseline) const {
+  auto it = baseline_ms.find(baseline);
+  if (it == baseline_ms.end() || it->second <= 0 || ms <= 0) return 0;
+  return it->second / ms;
+}
+
+BenchSummary Summarize(const std::vector<BenchRow>& rows) {
+  BenchSummary s;
+  s.problems = static_cast<int>(rows.size());
+  for (const BenchRow& r : rows) s.correct += r.correct();
+  s.share_correct = s.problems ? static_cast<double>(s.correct) / s.problems : 0;
+  for (const char* b : kBaselines) {
+    double log_sum = 0;
+    int n = 0;
+    for (double p : s.ps) {
+      int fast = 0;
+      for (const BenchRow& r : rows) {
+        if (!r.correct()) continue;
+        double x = r.Speedup(b);
+        if (p == 0 ? true : x > p) ++fast;
+      }
+      s.fast_p[b][p] = s.problems ? static_cast<double>(fast) / s.problems : 0;
+    }
+    for (const BenchRow& r : rows) {
+      double x = r.correct() ? r.Speedup(b) : 0;
+      if (x > 0) {
+        log_sum += std::log(x);
+        ++n;
+      }
+    }
+    s.geomean[b] = n ? std::exp(log_sum / n) : 0;
+    s.geomean_count[b] = n;
+  }
+  return s;
+}
+
+json BenchToJson(const std::vector<BenchRow>& rows, const BenchSummary& s, const json& meta) {
+  json out = {{"meta", meta}, {"rows", json::array()}};
+  for (const BenchRow& r : rows) {
+    json j = {{"problem", r.problem}, {"candidate", r.candidate}, {"status", r.status}, {"message", r.message},
+              {"median_ms", r.ms}, {"baselines_ms", r.baseline_ms}, {"published_ms", r.published_ms},
+              {"torch_compile_first_call_s", r.compile_first_call_s}, {"speedups", json::object()}};
+    for (const char* b : kBaselines)
+      if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
+    if (!r.verdict.is_null()) j["verdict"] = r.verdict;
+    out["rows"].push_back(j);
+  }
+  json sum = {{"problems", s.problems}, {"correct", s.correct}, {"share_correct", s.share_correct},
+              {"fast_p", json::object()}, {"geomean_speedup", json::object()}};
+  for (const auto& [b, by_p] : s.fast_p) {
+    for (const auto& [p, v] : by_p) sum["fast_p"][b][fmt::format("{:g}", p)] = v;
+    sum["geomean_speedup"][b] = {{"value", s.geomean.at(b)}, {"problems", s.geomean_count.at(b)}};
+  }
+  out["summary"] = sum;
+  return out;
+}
+
+std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& s) {
+  bool published = false;
+  for (const BenchRow& r : rows) published |= !r.published_ms.empty();
+  std::string t = fmt::format("{:<52} {:<14} {:>10} {:>10} {:>10} {:>8} {:>8}", "problem", "status", "kernel_ms",
+                              "eager_ms", "compile_ms", "x_eager", "x_best");
+  if (published) t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "pub_eager", "pub_comp", "r_eager", "r_comp");
+  t += "\n";
+  for (const BenchRow& r : rows) {
+    auto get = [&](const std::map<std::string, double>& m, const char* k) { auto it = m.find(k); return it == m.end() ? 0.0 : it->second; };
+    double e = get(r.baseline_ms, "torch_eager"), c = get(r.baseline_ms, "torch_compile");
+    t += fmt::format("{:<52} {:<14} {:>10} {:>10} {:>10} {:>8} {:>8}", r.problem.substr(0, 52), r.status, Ms(r.ms), Ms(e), Ms(c),
+                     X(r.Speedup("torch_eager")), X(r.Speedup("torch_best")));
+    if (published) {
+      double pe = get(r.published_ms, "published_eager"), pc = get(r.published_ms, "published_compile");
+      t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", Ms(pe), Ms(pc), e > 0 && pe > 0 ? fmt::format("{:.2f}", e / pe) : "-",
+                       c > 0 && pc > 0 ? fmt::format("{:.2f}", c / pc) : "-");
+    }
+    t += "\n";
+    if (!r.correct() && r.status != "baselines" && !r.message.empty()) t += "    " + r.message.substr(0, 200) + "\n";
+  }
+  t += fmt::format("\n{} problems, {} correct ({:.1f}%)\n", s.problems, s.correct, 100 * s.share_correct);
+  t += fmt::format("{:<15} {:>8} {:>8} {:>8} {:>8} {:>14}\n", "baseline", "fast_0", "fast_1", "fast_1.5", "fast_2", "geomean (n)");
+  for (const char* b : kBaselines) {
+    const auto& f = s.fast_p.at(b);
+    t += fmt::format("{:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} ({})\n", b, f.at(0), f.at(1), f.at(1.5), f.at(2),
+                     s.geomean.at(b), s.geomean_count.at(b));
+  }
+  return t;
+}
+
+std::map<std::string, double> PublishedTimes(const std::string& dir, const std::string& level, const std::string& file) {
+  std::map<std::string, double> out;
+  for (const auto& [key, name] : std::map<std::string, std::string>{
+           {"published_eager", "baseline_time_torch.json"},
+           {"published_compile", "baseline_time_torch_compile_inductor_default.json"}}) {
+    std::ifstream in(dir + "/" + name);
+    if (!in) continue;
+    json j = json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains(level) || !j[level].contains(file)) continue;
+    out[key] = j[level][file].value("mean", 0.0);
+  }
+  return out;
+}
+
+}  // namespace kforge

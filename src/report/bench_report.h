@@ -1,0 +1,58 @@
+// `kforge bench` results: per-problem rows and the suite summary the field reports
+// (KernelBench's fast_p and geometric-mean speedups), as a table and as JSON.
+//
+// Definitions (docs/bench.md): a problem's speedup against a baseline is baseline median /
+// candidate median, both measured by kforge in the same run. fast_p is the share of *all*
+// problems in the suite that are correct and faster than the baseline by more than p
+// (fast_0 is the share correct). The geometric mean runs over correct problems that have that
+// baseline. Baselines: torch_eager, torch_compile and torch_best (the faster of the two per
+// problem).
+#ifndef KFORGE_REPORT_BENCH_REPORT_H_
+#define KFORGE_REPORT_BENCH_REPORT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge {
+
+struct BenchRow {
+  std::string problem;
+  std::string candidate;   // file judged; empty when none was found or only baselines ran
+  std::string status;      // a verdict status, "missing" (no candidate), "error" (kforge could not judge), "baselines"
+  std::string message;
+  double ms = 0;                            // candidate median, when timed
+  std::map<std::string, double> baseline_ms;   // torch_eager, torch_compile, torch_best, reference, seed
+  std::map<std::string, double> published_ms;  // published_eager, published_compile (--published)
+  double compile_first_call_s = 0;          // torch.compile's first call (compilation), seconds
+  nlohmann::json verdict;                   // the whole verdict, when there is one
+  bool correct() const { return status == "correct"; }
+  // baseline / candidate, 0 when either is missing.
+  double Speedup(const std::string& baseline) const;
+};
+
+struct BenchSummary {
+  int problems = 0, correct = 0;
+  double share_correct = 0;
+  std::vector<double> ps = {0, 1, 1.5, 2};
+  std::map<std::string, std::map<double, double>> fast_p;  // baseline -> p -> share
+  std::map<std::string, double> geomean;                   // baseline -> geometric mean speedup
+  std::map<std::string, int> geomean_count;                // problems in each geometric mean
+};
+
+BenchSummary Summarize(const std::vector<BenchRow>& rows);
+nlohmann::json BenchToJson(const std::vector<BenchRow>& rows, const BenchSummary& summary,
+                           const nlohmann::json& meta);
+std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& summary);
+
+// Published KernelBench baseline times (baseline_time_torch.json and
+// baseline_time_torch_compile_inductor_default.json in `dir`): level ("level2") and file name
+// -> mean ms, as published_eager / published_compile. Missing files give an empty map.
+std::map<std::string, double> PublishedTimes(const std::string& dir, const std::string& level,
+                                             const std::string& file);
+
+}  // namespace kforge
+
+#endif  // KFORGE_REPORT_BENCH_REPORT_H_

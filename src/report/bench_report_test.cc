@@ -1,0 +1,78 @@
+#include "report/bench_report.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace kforge {
+namespace {
+
+BenchRow Row(const std::string& status, double ms, double eager, double compile) {
+  BenchRow r;
+  r.problem = "p";
+  r.status = status;
+  r.ms = ms;
+  if (eager > 0) r.baseline_ms["torch_eager"] = eager;
+  if (compile > 0) r.baseline_ms["torch_compile"] = compile;
+  if (eager > 0 || compile > 0)
+    r.baseline_ms["torch_best"] = compile > 0 && (eager <= 0 || compile < eager) ? compile : eager;
+  return r;
+}
+
+TEST(BenchSummaryTest, FastPCountsCorrectProblemsFasterThanPOverAllProblems) {
+  std::vector<BenchRow> rows = {
+      Row("correct", 1.0, 3.0, 2.5),      // 3x eager, 2.5x best
+      Row("correct", 2.0, 3.0, 1.0),      // 1.5x eager, 0.5x best (compile faster)
+      Row("wrong_output", 0.1, 3.0, 3.0), // fast but wrong: never counts
+      Row("missing", 0, 1.0, 1.0),
+  };
+  BenchSummary s = Summarize(rows);
+  EXPECT_EQ(s.problems, 4);
+  EXPECT_EQ(s.correct, 2);
+  EXPECT_DOUBLE_EQ(s.share_correct, 0.5);
+  EXPECT_DOUBLE_EQ(s.fast_p["torch_eager"][0], 0.5);
+  EXPECT_DOUBLE_EQ(s.fast_p["torch_eager"][1], 0.5);
+  EXPECT_DOUBLE_EQ(s.fast_p["torch_eager"][1.5], 0.25);  // 1.5x is not more than 1.5
+  EXPECT_DOUBLE_EQ(s.fast_p["torch_eager"][2], 0.25);
+  EXPECT_DOUBLE_EQ(s.fast_p["torch_best"][1], 0.25);
+  EXPECT_NEAR(s.geomean["torch_eager"], std::sqrt(3.0 * 1.5), 1e-12);
+  EXPECT_NEAR(s.geomean["torch_best"], std::sqrt(2.5 * 0.5), 1e-12);
+  EXPECT_EQ(s.geomean_count["torch_compile"], 2);
+}
+
+TEST(BenchSummaryTest, AnEmptySuiteHasZerosNotNaNs) {
+  BenchSummary s = Summarize({});
+  EXPECT_EQ(s.problems, 0);
+  EXPECT_EQ(s.geomean["torch_eager"], 0);
+  EXPECT_EQ(s.fast_p["torch_best"][0], 0);
+}
+
+TEST(BenchReportTest, TheJsonAndTheTableCarryTheSummary) {
+  std::vector<BenchRow> rows = {Row("correct", 1.0, 2.0, 4.0)};
+  rows[0].published_ms["published_eager"] = 1.0;
+  BenchSummary s = Summarize(rows);
+  nlohmann::json j = BenchToJson(rows, s, {{"suite", "x"}});
+  EXPECT_DOUBLE_EQ(j["summary"]["fast_p"]["torch_eager"]["1.5"], 1.0);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["speedups"]["torch_best"], 2.0);
+  EXPECT_EQ(j["meta"]["suite"], "x");
+  std::string t = BenchTable(rows, s);
+  EXPECT_NE(t.find("1 problems, 1 correct (100.0%)"), std::string::npos) << t;
+  EXPECT_NE(t.find("pub_eager"), std::string::npos) << t;
+  EXPECT_NE(t.find("2.00"), std::string::npos) << t;  // kforge eager / published eager
+}
+
+TEST(BenchReportTest, PublishedTimesAreLookedUpByLevelAndFile) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "kforge-published-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "baseline_time_torch.json") << R"({"level2": {"12_G.py": {"mean": 1.5, "std": 0.1}}})";
+  std::map<std::string, double> t = PublishedTimes(dir.string(), "level2", "12_G.py");
+  EXPECT_DOUBLE_EQ(t.at("published_eager"), 1.5);
+  EXPECT_FALSE(t.count("published_compile"));
+  EXPECT_TRUE(PublishedTimes(dir.string(), "level1", "12_G.py").empty());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kforge
