@@ -612,6 +612,7 @@ def run_timing(job, device, calls, inst_cache):
     before = {str(i): input_hashes(inst_cache[i][1]) for i in sets}
     timing = {"device_ms": [], "host_ms": [], "sets_used": [], "threads_before": thread_count()}
     stage("warm-up")
+    job.lock(exclusive=False)
     start = time.perf_counter()
     with torch.no_grad():
         k = 0
@@ -645,7 +646,7 @@ def run_timing(job, device, calls, inst_cache):
                 cv = statistics.pstdev(timing["device_ms"]) / med if med > 0 else 0
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
-    job.lock(exclusive=False)
+    job.unlock()
     s = job.spec["sets"][timing["last_set"]]
     outs = list(outs)
     for t, d in zip(outs, s["outputs"]):

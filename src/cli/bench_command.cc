@@ -25,7 +25,7 @@ namespace {
 struct BenchFlags {
   std::string suite, candidates, kernelbench, published, json_out, llm_config;
   std::vector<std::string> sizes;
-  bool baselines_only = false, optimize = false, no_baselines = false;
+  bool baselines_only = false, optimize = false, no_baselines = false, skip_missing = false;
   int jobs = 1, iterations = 3;
   std::string model;
   EvalOptions options;
@@ -90,6 +90,8 @@ BenchRow BenchOne(const BenchFlags& f, const fs::path& file, ProcessRunner& runn
   }
   Result<Verdict> v = Status::Internal("nothing ran");
   if (f.baselines_only) {
+    o.seeds = 1;  // the reference only describes the problem here; nothing is checked
+    o.hidden_sizes = false;
     v = MeasureBaselines(*p, o, runner);
     if (v.ok()) v->status = VerdictStatus::kCorrect;
   } else {
@@ -136,7 +138,11 @@ int RunBench(BenchFlags& f) {
     fmt::print(stderr, "kforge bench: --candidates {} is not a folder\n", f.candidates);
     return kExitUsage;
   }
-  const std::vector<fs::path>& files = *suite;
+  std::vector<fs::path> files = *suite;
+  if (f.skip_missing && !f.candidates.empty()) {
+    std::erase_if(files, [&](const fs::path& p) { return FindCandidate(f.candidates, p, f.options.backend).empty(); });
+    if (files.empty()) { fmt::print(stderr, "kforge bench: no problem of the suite has a candidate in {}\n", f.candidates); return kExitUsage; }
+  }
   std::vector<BenchRow> rows(files.size());
   std::atomic<size_t> next{0};
   std::mutex print_mu;
@@ -187,6 +193,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("suite", f->suite, "A folder of problems, kernelbench-l1/-l2/-l3, kernelbench-l2-gemm, or bundled")->required();
   cmd->add_option("--backend,-b", f->options.backend, "Backend the candidates are for (default pytorch; cuda, triton, cpp, opencl)");
   cmd->add_option("--candidates", f->candidates, "Folder with one candidate per problem (named after the problem, or <N>_*, or *problem_<N>_*)");
+  cmd->add_flag("--skip-missing", f->skip_missing, "With --candidates: leave out problems without a candidate (else they count as not correct)");
   cmd->add_flag("--baselines-only", f->baselines_only, "Only run the references and time PyTorch eager and torch.compile");
   cmd->add_flag("--optimize", f->optimize, "Run `kforge optimize` on each problem and judge its best kernel");
   cmd->add_option("--llm", f->model, "With --optimize: the model (else KFORGE_LLM or the config; offline without)");
