@@ -167,7 +167,7 @@ def param_name(qualified, taken):
 class Instance:
     """One KernelBench problem at one size assignment and seed: model, inputs, names."""
 
-    def __init__(self, module, seed, magnitude, device):
+    def __init__(self, module, seed, magnitude, device, model=None):
         import torch
         self.module = module
         torch.manual_seed(MODEL_SEED)
@@ -176,7 +176,8 @@ class Instance:
         # The module's own mode (training, as constructed), as KernelBench runs it: BatchNorm uses
         # batch statistics. Every forward call is preceded by torch.manual_seed(seed) so that
         # random operations (dropout) draw the same numbers in the reference and the candidate.
-        self.model = module.Model(*self.init_inputs)
+        # Sets with the same constants share one model (its parameters depend only on them).
+        self.model = model if model is not None else module.Model(*self.init_inputs)
         self.seed = seed
         torch.manual_seed(seed)
         args = list(module.get_inputs())
@@ -355,6 +356,10 @@ class Job:
             self.spec = json.load(f)
         self.results = Results(folder)
         self.modules = {}
+        self.models = {}
+        self.models64 = {}
+        self.hashes = {}
+        self.copies = {}
         self.lock_handle = None
 
     def lock(self, exclusive):
@@ -383,7 +388,25 @@ class Job:
         return self.modules[key]
 
     def instance(self, s, device):
-        return Instance(self.module(s.get("overrides", {})), s["seed"], s.get("magnitude", 1.0), device)
+        key = json.dumps(s.get("overrides", {}), sort_keys=True)
+        inst = Instance(self.module(s.get("overrides", {})), s["seed"], s.get("magnitude", 1.0), device,
+                        self.models.get(key))
+        self.models[key] = inst.model
+        return inst
+
+    def hash(self, t):
+        """tensor_hash, once per tensor object (parameters are shared between sets)."""
+        key = (id(t), t.data_ptr())
+        if key not in self.hashes:
+            self.hashes[key] = tensor_hash(t)
+        return self.hashes[key]
+
+    def pristine(self, t):
+        """A private copy of an input, to compare with after each run (exact, on the device)."""
+        key = (id(t), t.data_ptr())
+        if key not in self.copies:
+            self.copies[key] = (t, t.detach().clone())
+        return self.copies[key][1]
 
 
 def run_reference(job, device):
@@ -404,7 +427,7 @@ def run_reference(job, device):
                 "inputs": [], "outputs": []}
         for name, kind, t in inst.tensor_inputs():
             d = {"name": name, "kind": kind, "dtype": dtype_name(t.dtype), "dims": list(t.shape),
-                 "hash": tensor_hash(t)}
+                 "hash": job.hash(t)}
             if job.spec.get("write_inputs", False):
                 d["file"] = "in_%d_%s.bin" % (i, name)
                 write_tensor(job.folder, d["file"], t)
@@ -419,7 +442,11 @@ def run_reference(job, device):
             inst.model.load_state_dict(state)  # undo running-statistics updates
             precision = "float64"
             try:
-                model64 = copy.deepcopy(inst.model).double()
+                key = id(inst.model)
+                if key not in job.models64:
+                    job.models64 = {key: copy.deepcopy(inst.model).double()}  # one at a time
+                model64 = job.models64[key]
+                model64.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in state.items()})
                 args64 = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                           for a in inst.args]
                 torch.manual_seed(inst.seed)
@@ -466,7 +493,7 @@ def make_callable(job, device, s, inst_cache):
         inst = job.instance(s, device.spec)
         hashes = s.get("input_hashes")
         if hashes:
-            got = {n: tensor_hash(t) for n, _, t in inst.tensor_inputs()}
+            got = {n: job.hash(t) for n, _, t in inst.tensor_inputs()}
             if got != hashes:
                 raise WorkerError("inputs", "regenerated inputs differ from the reference's (the problem's "
                                   "get_inputs is not deterministic under a fixed seed)")
@@ -558,8 +585,13 @@ def guard_intact(call, which):
     return None
 
 
-def input_hashes(inputs):
-    return [tensor_hash(t) for t in inputs.values()]
+def input_hashes(job, inputs):
+    """Per input "same", or "changed" when it differs from the copy taken before the first run."""
+    import torch
+    def bits(t):  # compare bit patterns: NaN inputs compare equal to themselves
+        width = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()]
+        return t.view(width) if t.is_floating_point() else t
+    return ["same" if torch.equal(bits(t), bits(job.pristine(t))) else "changed" for t in inputs.values()]
 
 
 def check_outputs(call, s, outs, expected):
@@ -580,7 +612,7 @@ def run_checks(job, device, calls, inst_cache):
         s = job.spec["sets"][i]
         call = calls[i]
         _, inputs = inst_cache[i]
-        entry = {"set": i, "input_hashes_before": input_hashes(inputs)}
+        entry = {"set": i, "input_hashes_before": input_hashes(job, inputs)}
         for which, letter in ((0, "a"), (1, "b")) if job.spec.get("check_twice", True) else ((0, "a"),):
             stage("check set %d run %s" % (i, letter))
             poison(call, which)
@@ -596,7 +628,7 @@ def run_checks(job, device, calls, inst_cache):
             entry["ms_" + letter] = ms
             if n == 0 and letter == "a":
                 res.data["threads_after_first_run"] = thread_count()
-        entry["input_hashes_after"] = input_hashes(inputs)
+        entry["input_hashes_after"] = input_hashes(job, inputs)
         res.data["checks"].append(entry)
         res.save()
     res.data["threads_after_checks"] = thread_count()
@@ -609,7 +641,7 @@ def run_timing(job, device, calls, inst_cache):
     plan = job.spec["timing"]
     res = job.results
     sets = plan["sets"]
-    before = {str(i): input_hashes(inst_cache[i][1]) for i in sets}
+    before = {str(i): input_hashes(job, inst_cache[i][1]) for i in sets}
     timing = {"device_ms": [], "host_ms": [], "sets_used": [], "threads_before": thread_count()}
     stage("warm-up")
     job.lock(exclusive=False)
@@ -653,7 +685,7 @@ def run_timing(job, device, calls, inst_cache):
         write_tensor(job.folder, "out_timed_%s.bin" % d["name"], t)
     timing["threads_after"] = thread_count()
     timing["input_hashes_before"] = before
-    timing["input_hashes_after"] = {str(i): input_hashes(inst_cache[i][1]) for i in sets}
+    timing["input_hashes_after"] = {str(i): input_hashes(job, inst_cache[i][1]) for i in sets}
     res.data["timing"] = timing
     res.save()
 

@@ -143,6 +143,7 @@ struct ChildPlan {
   std::string uid_map, gid_map;         // identity maps for an unprivileged user namespace
   bool root = false;
   bool drop_privileges = false;
+  uid_t uid = kNobodyUid;  // when drop_privileges
   bool isolate_network = false;
   std::vector<LimitSetting> limits;
   rlimit nproc_shared{};  // RLIMIT_NPROC when the child shares the user's process count
@@ -219,10 +220,10 @@ bool ChildSetLimits(const ChildPlan& plan, bool own_userns) {
 }
 
 // Raw syscalls: they change this (only) thread, with no libc bookkeeping across threads.
-bool ChildBecomeNobody() {
+bool ChildBecomeNobody(uid_t uid) {
   return syscall(SYS_setgroups, 0, nullptr) == 0 &&
          syscall(SYS_setresgid, kNobodyGid, kNobodyGid, kNobodyGid) == 0 &&
-         syscall(SYS_setresuid, kNobodyUid, kNobodyUid, kNobodyUid) == 0;
+         syscall(SYS_setresuid, uid, uid, uid) == 0;
 }
 
 // No setuid binary may give privileges back, and the child dies with the parent (thread).
@@ -285,7 +286,7 @@ int ChildSetUpFds(const ChildFds& fds, int max_fd) {
   if (!plan.cwd.empty() && chdir(plan.cwd.c_str()) != 0) {
     ChildFail(report, Stage::kWorkdir, errno);
   }
-  if (plan.drop_privileges && !ChildBecomeNobody()) ChildFail(report, Stage::kUser, errno);
+  if (plan.drop_privileges && !ChildBecomeNobody(plan.uid)) ChildFail(report, Stage::kUser, errno);
   if (!ChildLockDown(plan.parent)) ChildFail(report, Stage::kSession, errno);
   int new_report = ChildSetUpFds(fds, plan.max_fd);
   if (new_report < 0) ChildFail(report, Stage::kFds, errno);
@@ -339,7 +340,7 @@ void PlanLimits(const Limits& limits, ChildPlan* plan) {
   // enforce the limit for root; no need to count then.)
   uint64_t n = std::max(limits.max_processes, 0);
   const bool enforced = !plan->root || plan->drop_privileges;
-  uid_t user = plan->drop_privileges ? kNobodyUid : getuid();
+  uid_t user = plan->drop_privileges ? plan->uid : getuid();
   uint64_t shared = (n == 0 || !enforced) ? n : CountTasksOf(user) + n;
   plan->nproc_shared = MakeLimit(RLIMIT_NPROC, shared, shared).value;
   plan->nproc_own = MakeLimit(RLIMIT_NPROC, n, n).value;
@@ -378,6 +379,7 @@ ChildPlan MakePlan(const ProcessSpec& spec) {
   ChildPlan plan;
   plan.root = geteuid() == 0;
   plan.drop_privileges = plan.root && spec.limits.drop_privileges;
+  plan.uid = spec.limits.sandbox_uid;
   plan.isolate_network = spec.limits.isolate_network;
   plan.cwd = spec.cwd.string();
   plan.uid_map = fmt::format("{0} {0} 1\n", geteuid());
@@ -393,14 +395,14 @@ ChildPlan MakePlan(const ProcessSpec& spec) {
 
 // Checks the working directory and, when the child will run as nobody, hands it over.
 // Returns an error message, empty on success.
-std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges) {
+std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges, uid_t uid) {
   if (spec.cwd.empty()) return "";
   std::error_code ec;
   if (!fs::is_directory(spec.cwd, ec)) {
     return fmt::format("working directory '{}' does not exist or is not a directory",
                        spec.cwd.string());
   }
-  if (drop_privileges && chown(spec.cwd.c_str(), kNobodyUid, kNobodyGid) != 0) {
+  if (drop_privileges && chown(spec.cwd.c_str(), uid, kNobodyGid) != 0) {
     return fmt::format("cannot give working directory '{}' to user nobody: {}", spec.cwd.string(),
                        ErrnoText(errno));
   }
@@ -778,7 +780,7 @@ ProcessResult RunChecked(const ProcessSpec& spec) {
     }
   }
   const ChildPlan plan = MakePlan(*run_spec);
-  error = PrepareWorkdir(spec, plan.drop_privileges);
+  error = PrepareWorkdir(spec, plan.drop_privileges, plan.uid);
   if (!error.empty()) return StartFailed(result, error);
   ParentEnds ends;
   const Clock::time_point start = Clock::now();

@@ -43,6 +43,9 @@ struct Limits {
   int max_processes = 512;
   bool isolate_network = true;  // private network namespace where possible
   bool drop_privileges = true;  // as root: run as nobody
+  // The user id dropped to (group nogroup, 65534). kforge runs PyTorch baselines as 65533 so
+  // that candidates (nobody) cannot write the baselines' compile cache.
+  uint32_t sandbox_uid = 65534;
 };
 
 struct ProcessSpec {

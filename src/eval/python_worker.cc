@@ -1,5 +1,6 @@
 #include "eval/python_worker.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -26,10 +27,14 @@ fs::path PythonWorkerScript() { return DataDir() / "python" / "kforge_pyworker.p
 
 namespace {
 
-// Compile caches that Python candidates share between jobs (Triton kernels, torch extensions),
-// so that a second judgement of the same source is warm. Baseline jobs never use them: a
-// candidate could plant a slow artefact there to inflate its speedup.
-std::map<std::string, std::string> PythonEnv(const fs::path& dir, bool shared_caches) {
+constexpr uint32_t kBaselineUid = 65533;
+
+// Compile caches shared between jobs, so that a second judgement is warm: candidates (user
+// nobody) share Triton's cache and torch extension builds; baselines share Inductor's and
+// Triton's caches in folders of their own user (65533, mode 0700), which candidates cannot
+// write: a candidate must not be able to plant a slow artefact for the baseline. Without root
+// there is no second user, so baseline jobs get fresh caches (always cold).
+std::map<std::string, std::string> PythonEnv(const fs::path& dir, const std::string& mode) {
   std::map<std::string, std::string> env = {
       {"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C.UTF-8"},
       {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"}, {"PYTHONUNBUFFERED", "1"},
@@ -41,19 +46,31 @@ std::map<std::string, std::string> PythonEnv(const fs::path& dir, bool shared_ca
                            "TORCH_CUDA_ARCH_LIST", "CC", "CXX"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
-  if (!shared_caches) return env;
+  const bool root = geteuid() == 0;
+  if (mode != "candidate" && !(mode == "baseline" && root)) return env;
   Result<fs::path> cache = CacheDir();
   if (!cache.ok()) return env;
-  for (const auto& [var, sub] : std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"},
-                                                                   {"TORCH_EXTENSIONS_DIR", "torch_extensions"}}) {
-    fs::path p = *cache / "python" / sub;
-    std::error_code ec;
+  const bool baseline = mode == "baseline";
+  const uint32_t owner = baseline ? kBaselineUid : 65534;
+  const fs::path base = *cache / "python" / (baseline ? "baselines" : "candidates");
+  std::error_code ec;
+  fs::create_directories(base, ec);
+  if (ec) return env;
+  if (root) {
+    // Owned by root: the sandbox users must not be able to rename or replace each other's folder.
+    (void)!chown((*cache / "python").c_str(), 0, 0);
+    chmod((*cache / "python").c_str(), 0755);
+    (void)!chown(base.c_str(), owner, 65534);
+    chmod(base.c_str(), 0700);
+  }
+  std::map<std::string, std::string> dirs = baseline
+      ? std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCHINDUCTOR_CACHE_DIR", "inductor"}}
+      : std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCH_EXTENSIONS_DIR", "torch_extensions"}};
+  for (const auto& [var, sub] : dirs) {
+    fs::path p = base / sub;
     fs::create_directories(p, ec);
     if (ec) continue;
-    if (geteuid() == 0) {
-      (void)!chown((*cache / "python").c_str(), 65534, 65534);
-      (void)!chown(p.c_str(), 65534, 65534);
-    }
+    if (root) (void)!chown(p.c_str(), owner, 65534);
     env[var] = p.string();
   }
   return env;
@@ -73,7 +90,7 @@ Result<json> ProbePython(ProcessRunner& runner) {
   ProcessSpec spec;
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "probe"};
   spec.cwd = dir;
-  spec.env = PythonEnv(dir, false);
+  spec.env = PythonEnv(dir, "probe");
   spec.limits.wall_seconds = 120;
   spec.limits.address_space_bytes = 0;
   spec.limits.max_processes = 256;
@@ -111,8 +128,10 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
   ProcessSpec spec;
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "run", dir.string()};
   spec.cwd = dir;
-  spec.env = PythonEnv(dir, job.value("mode", "") == "candidate");
+  const std::string mode = job.value("mode", "");
+  spec.env = PythonEnv(dir, mode);
   spec.limits = limits;
+  if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
   WorkerRun run;
   run.dir = dir;
   run.process = runner.Run(spec);
