@@ -24,7 +24,15 @@ STDERR_TAG = "kforge-worker: "
 MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
 
 
+STARTED = time.perf_counter()
+STAGE_SECONDS = {}  # seconds since start at which each stage began; reported as stage_seconds
+_last = ["start", STARTED]
+
+
 def stage(name):
+    now = time.perf_counter()
+    STAGE_SECONDS[_last[0]] = STAGE_SECONDS.get(_last[0], 0.0) + now - _last[1]
+    _last[0], _last[1] = name.split(" set ")[0], now
     print(STDERR_TAG + name, file=sys.stderr, flush=True)
 
 
@@ -397,9 +405,9 @@ class Job:
     def hash(self, t):
         """tensor_hash, once per tensor object (parameters are shared between sets)."""
         key = (id(t), t.data_ptr())
-        if key not in self.hashes:
-            self.hashes[key] = tensor_hash(t)
-        return self.hashes[key]
+        if key not in self.hashes:  # the entry keeps t alive, so its id is not reused
+            self.hashes[key] = (t, tensor_hash(t))
+        return self.hashes[key][1]
 
     def pristine(self, t):
         """A private copy of an input, to compare with after each run (exact, on the device)."""
@@ -750,6 +758,8 @@ def run_job(folder):
     except Exception as e:  # the candidate's or the model's own exception
         tb = traceback.format_exc().splitlines()
         res.data["error"] = {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}
+    stage("done")
+    res.data["stage_seconds"] = STAGE_SECONDS
     res.data["done"] = True
     res.save()
     return 0

@@ -154,8 +154,10 @@ int RunBench(BenchFlags& f) {
       if (!f.published.empty() && files[i].extension() == ".py")
         rows[i].published_ms = PublishedTimes(f.published, files[i].parent_path().filename().string(), files[i].filename().string());
       std::lock_guard<std::mutex> lock(print_mu);
-      fmt::print(stderr, "kforge bench: [{}/{}] {} {}{}\n", i + 1, files.size(), rows[i].problem, rows[i].status,
-                 rows[i].ms > 0 ? fmt::format(" {:.4f} ms", rows[i].ms) : "");
+      std::string times;
+      for (const auto& [name, ms] : rows[i].baseline_ms) times += fmt::format(" {} {:.4f} ms", name, ms);
+      fmt::print(stderr, "kforge bench: [{}/{}] {} {}{}{}\n", i + 1, files.size(), rows[i].problem, rows[i].status,
+                 rows[i].ms > 0 ? fmt::format(" {:.4f} ms", rows[i].ms) : "", times);
     }
   };
   std::vector<std::thread> threads;

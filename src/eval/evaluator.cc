@@ -687,6 +687,7 @@ Status Evaluation::PreparePyTorch() {
   PythonJobFiles files;
   files.copies["problem.py"] = problem_.path;
   KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, PythonLimits()));
+  AddPythonStages("python_reference", run, &verdict_.stages);
   Status status = Status::Ok();
   if (!run.finished() || run.result.contains("error") || !run.result.contains("sets") ||
       run.result["sets"].size() != py_sets_.size()) {
@@ -784,6 +785,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
   verdict_.limits = LimitsToJson(limits);
   KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, limits));
   Stage("run", t0);
+  AddPythonStages("python_candidate", run, &verdict_.stages);
   verdict_.fingerprint["device"] = run.result.value("fingerprint", json::object());
   if (run.result.contains("parameters")) verdict_.precision["parameters"] = run.result["parameters"];
   if (run.result.contains("error") && run.result["error"].value("stage", "") == "load") {
@@ -824,6 +826,7 @@ Status Evaluation::PyTorchBaselines() {
     Result<WorkerRun> run = RunPythonWorker(runner_, job, files, PythonLimits());
     if (!run.ok()) return run.status();
     std::string name = kind == "eager" ? "torch_eager" : "torch_compile";
+    AddPythonStages("python_" + name, *run, &verdict_.stages);
     if (!run->finished() || run->result.contains("error") || !run->result.contains("timing")) {
       std::string msg = run->result.value("error", json::object()).value("message", run->process.Describe());
       verdict_.warnings.push_back(name + " baseline: " + msg.substr(0, 400));

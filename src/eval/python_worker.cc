@@ -38,6 +38,10 @@ std::map<std::string, std::string> PythonEnv(const fs::path& dir, const std::str
   std::map<std::string, std::string> env = {
       {"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C.UTF-8"},
       {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"}, {"PYTHONUNBUFFERED", "1"},
+      // getpass.getuser() (Inductor's cache paths) reads these before the password database,
+      // which has no entry for the baseline user.
+      {"USER", mode == "baseline" ? "kforge-baseline" : "nobody"},
+      {"LOGNAME", mode == "baseline" ? "kforge-baseline" : "nobody"},
       {"TRITON_CACHE_DIR", (dir / "triton").string()},
       {"TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").string()},
       {"TORCHINDUCTOR_CACHE_DIR", (dir / "inductor").string()},
@@ -143,7 +147,15 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
     json j = json::parse(*text, nullptr, false);
     if (!j.is_discarded()) run.result = j;
   }
+  run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
+}
+
+void AddPythonStages(const std::string& prefix, const WorkerRun& run, json* stages) {
+  (*stages)[prefix + ".wall"] = run.result.value("wall_seconds", 0.0);
+  const json seconds = run.result.value("stage_seconds", json::object());
+  for (const auto& [k, v] : seconds.items())
+    if (v.is_number()) (*stages)[prefix + "." + k] = v;
 }
 
 }  // namespace kforge

@@ -42,6 +42,10 @@ struct PythonJobFiles {
 Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const nlohmann::json& job,
                                   const PythonJobFiles& files, const Limits& limits);
 
+// Copies a Python job's wall time and per-stage seconds into a verdict's stages as
+// "<prefix>.wall", "<prefix>.<stage>" (where the time of a judgement goes).
+void AddPythonStages(const std::string& prefix, const WorkerRun& run, nlohmann::json* stages);
+
 }  // namespace kforge
 
 #endif  // KFORGE_EVAL_PYTHON_WORKER_H_
