@@ -366,6 +366,7 @@ class Job:
         self.modules = {}
         self.models = {}
         self.models64 = {}
+        self.new_models = {}
         self.hashes = {}
         self.copies = {}
         self.lock_handle = None
@@ -526,10 +527,13 @@ def make_callable(job, device, s, inst_cache):
         if inst is None:
             raise WorkerError("load", "a ModelNew candidate needs a PyTorch problem (KernelBench format); "
                               "for a kforge problem write kf_run(inputs, outputs, attrs)")
-        torch.manual_seed(MODEL_SEED)
-        model = candidate.ModelNew(*inst.init_inputs)
-        copy_parameters(inst.model, model, job)
-        model = model.to(device.spec)
+        key = id(inst.model)  # one ModelNew per reference model (sets with the same constants)
+        if key not in job.new_models:
+            torch.manual_seed(MODEL_SEED)
+            model = candidate.ModelNew(*inst.init_inputs)
+            copy_parameters(inst.model, model, job)
+            job.new_models[key] = model.to(device.spec)
+        model = job.new_models[key]
         return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))]), None
     entry = getattr(candidate, spec["entry"], None)
     if entry is None:
