@@ -138,6 +138,19 @@ TEST_F(PyTorchTest, GivenASyntaxErrorItIsACompileErrorWithTheLine) {
   EXPECT_NE(v.compiler_output.find("line 3"), std::string::npos) << v.compiler_output;
 }
 
+TEST_F(PyTorchTest, GivenAModelNewWithAnInlineExtensionItIsBuiltInTheSandboxAndJudged) {
+  // load_inline, as KernelBench's CUDA generations use it, with a C++ (CPU) source here.
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  o.quick = false;
+  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_load_inline_cpp.py", o, *runner_);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message << "\n" << v->compiler_output;
+  for (const std::string& w : v->warnings) EXPECT_EQ(w.find("defines no kernel"), std::string::npos) << w;
+}
+
 TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_native.cc", "cpp");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
