@@ -24,7 +24,7 @@ TEST(TemplateTest, GivenAnUnclosedSectionItNamesIt) {
 }
 
 TEST(TemplateTest, GivenTheShippedPromptsEveryBackendHasAnExample) {
-  for (const char* b : {"cpp", "opencl"}) {
+  for (const char* b : {"cpp", "opencl", "cuda", "triton", "pytorch"}) {
     EXPECT_TRUE(BackendPromptSection(b, "example").ok()) << b;
     EXPECT_TRUE(BackendPromptSection(b, "answer-format").ok()) << b;
   }
@@ -36,6 +36,15 @@ TEST(ExtractTest, GivenProseAroundOneBlockItTakesTheBlock) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->main, "int kf_run();\n");
   EXPECT_FALSE(c->truncated);
+}
+
+TEST(ExtractTest, GivenAPythonBackendItTakesThePythonBlock) {
+  auto c = ExtractCandidate("Plan:\n```text\nnotes\n```\n```python\nclass ModelNew: pass\n```\n", "pytorch");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->main, "class ModelNew: pass\n");
+  auto none = ExtractCandidate("```cpp\nint x;\n```\n", "triton");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("```python"), std::string::npos);
 }
 
 TEST(ExtractTest, GivenHostAndKernelBlocksItSplitsThemForOpenCl) {

@@ -79,9 +79,24 @@ std::vector<CodeBlock> ExtractCodeBlocks(const std::string& answer) {
   return blocks;
 }
 
+bool IsPythonLang(const std::string& lang) { return lang == "python" || lang == "py" || lang == "python3"; }
+
 Result<ExtractedCandidate> ExtractCandidate(const std::string& answer, const std::string& backend) {
   std::vector<CodeBlock> blocks = ExtractCodeBlocks(answer);
   ExtractedCandidate c;
+  if (backend == "triton" || backend == "pytorch") {  // Python candidates: one ```python block
+    const CodeBlock* py = nullptr;
+    for (const CodeBlock& b : blocks) {
+      if (!py && (IsPythonLang(b.lang) || b.lang.empty())) py = &b;
+      if (!b.closed) c.truncated = true;
+    }
+    if (!py) {
+      if (c.truncated) return c;
+      return Status::InvalidArgument("no ```python code block found in the answer; answer with the whole module in one fenced block");
+    }
+    c.main = py->code;
+    return c;
+  }
   const CodeBlock* host = nullptr;
   const CodeBlock* cl = nullptr;
   for (const CodeBlock& b : blocks) {

@@ -58,7 +58,15 @@ std::string VerdictFeedback(const json& v) {
 Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {
   const Problem& p = *c.problem;
   KF_ASSIGN_OR_RETURN(std::string toml, ReadFile(p.path));
-  KF_ASSIGN_OR_RETURN(std::string reference, ReadFile(p.reference));
+  std::string reference;
+  if (p.format == ProblemFormat::kPyTorch) {
+    reference = "(The PyTorch module above is the reference: Model with get_inputs() and get_init_inputs(). Native "
+                "candidates receive its forward() inputs and then its parameters and buffers as named inputs, dots "
+                "as underscores (gemm.weight -> gemm_weight); outputs are named out (out0, out1, ... for tuples); "
+                "its module-level integer constants are size attributes, its float constants attributes.)";
+  } else {
+    KF_ASSIGN_OR_RETURN(reference, ReadFile(p.reference));
+  }
   KF_ASSIGN_OR_RETURN(std::string files, BackendPromptSection(c.backend, "answer-format"));
   KF_ASSIGN_OR_RETURN(std::string example, BackendPromptSection(c.backend, "example"));
   Result<std::string> abi = ReadFile(DataDir() / "docs" / ("abi-" + c.backend + ".md"));

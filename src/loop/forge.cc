@@ -26,7 +26,11 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string MainExtension(const std::string& backend) { return backend == "cpp" ? ".cc" : ".cpp"; }
+std::string MainExtension(const std::string& backend) {
+  const BackendInfo* b = FindBackend(backend);
+  if (b && b->python_hosted) return ".py";
+  return backend == "cpp" ? ".cc" : backend == "cuda" ? ".cu" : ".cpp";
+}
 
 bool IsCorrect(const AttemptRow& a) { return a.state == "done" && a.status == "correct" && a.median_ms > 0; }
 

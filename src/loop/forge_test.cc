@@ -34,6 +34,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "eval/python_worker.h"
 #include "kforge/llm/config.h"
 #include "kforge/llm/pricing.h"
 #include "kforge/llm/session.h"
@@ -565,6 +566,40 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   for (const LlmCallRow& call : Calls(*w.store, s->run_id))
     if (call.agent == "generator" && call.attempt != 1) generated_for.insert(call.attempt);
   EXPECT_EQ(generated_for, (std::set<int64_t>{2, 3}));
+}
+
+TEST_F(ForgeLoopTest, GivenAKernelBenchProblemTheModelsModelNewIsRepairedAndJudged) {
+  setenv("KFORGE_TORCH_DEVICE", "cpu", 1);
+  std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+  Result<nlohmann::json> probe = ProbePython(*runner);
+  if (!probe.ok() || probe->contains("error")) GTEST_SKIP() << "no Python with PyTorch; scripts/setup installs it";
+  const fs::path kb = kData / ".." / ".." / "eval" / "testdata" / "kernelbench";
+  auto python = [&](const std::string& file) {
+    return "A ModelNew:\n\n```python\n" + llm::testing::ReadFile(kb / "candidates" / file) + "```\n";
+  };
+  ScriptedModelServer server(Protocol::kOpenAiChat, {python("12_forgets_multiplier.py"), python("12_torch_ops.py"),
+                                                     ReadAnswer("analyst.json"), python("12_torch_ops.py")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("kernelbench");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  ForgeOptions o = LoopOptions(c.model);
+  o.problem = (kb / "12_Gemm_Multiply_LeakyReLU.py").string();
+  o.backend = "pytorch";
+  o.eval.quick = true;
+  o.eval.timeout_seconds = 120;
+  Result<ForgeSummary> s = StartRun(o, deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"wrong_output", "correct", "correct"}));
+  EXPECT_EQ(s->best_path.extension(), ".py");
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
+  // The generation prompt carried the PyTorch module as the problem.
+  bool saw_module = false;
+  for (const LlmCallRow& call : Calls(*w.store, s->run_id))
+    saw_module |= call.agent == "generator" && Contains(call.prompt_json, "get_init_inputs");
+  EXPECT_TRUE(saw_module);
 }
 
 // ---------------------------------------------------------------------------------------------
