@@ -94,7 +94,13 @@ std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& s)
     }
     t += "\n";
     if (!r.correct() && r.status != "baselines" && !r.message.empty()) t += "    " + r.message.substr(0, 200) + "\n";
+    if (r.verdict.is_object())
+      for (const nlohmann::json& w : r.verdict.value("warnings", nlohmann::json::array()))
+        if (w.is_string() && w.get<std::string>().rfind("degenerate problem", 0) == 0) t += "    " + w.get<std::string>() + "\n";
   }
+  bool baselines_only = !rows.empty();
+  for (const BenchRow& r : rows) baselines_only &= r.status == "baselines";
+  if (baselines_only) return t + fmt::format("\n{} problems: baselines only, no candidate judged\n", s.problems);
   t += fmt::format("\n{} problems, {} correct ({:.1f}%)\n", s.problems, s.correct, 100 * s.share_correct);
   t += fmt::format("{:<15} {:>8} {:>8} {:>8} {:>8} {:>14}\n", "baseline", "fast_0", "fast_1", "fast_1.5", "fast_2", "geomean (n)");
   for (const char* b : kBaselines) {

@@ -63,6 +63,15 @@ TEST(BenchReportTest, TheJsonAndTheTableCarryTheSummary) {
   EXPECT_NE(t.find("2.00"), std::string::npos) << t;  // kforge eager / published eager
 }
 
+TEST(BenchReportTest, ABaselinesOnlyRunSaysSoAndShowsDegenerateProblems) {
+  BenchRow r = Row("baselines", 0, 2.0, 3.0);
+  r.verdict = {{"warnings", {"degenerate problem: reference output RMS 0.000000 is within 10x atol"}}};
+  std::string t = BenchTable({r}, Summarize({r}));
+  EXPECT_NE(t.find("baselines only, no candidate judged"), std::string::npos) << t;
+  EXPECT_EQ(t.find("fast_0"), std::string::npos) << t;
+  EXPECT_NE(t.find("    degenerate problem: reference output RMS"), std::string::npos) << t;
+}
+
 TEST(BenchReportTest, PublishedTimesAreLookedUpByLevelAndFile) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "kforge-published-test";
   std::filesystem::create_directories(dir);
