@@ -5,6 +5,7 @@
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "cli/commands.h"
+#include "eval/python_worker.h"
 #include "eval/compiler.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
@@ -16,7 +17,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Python-hosted backends: what the Python worker's interpreter has.
+bool CheckPythonBackend(const BackendInfo& b, ProcessRunner& runner) {
+  Result<nlohmann::json> probe = ProbePython(runner);
+  std::string why = !probe.ok() ? probe.status().message() : probe->value("error", std::string());
+  if (why.empty() && b.name == std::string("triton") && !probe->contains("triton"))
+    why = "Triton does not import in " + PythonInterpreter() + " (" + probe->value("triton_error", std::string()) +
+          "); scripts/setup installs it, or set KFORGE_PYTHON";
+  if (!why.empty()) {
+    fmt::print("  {:<8} NOT USABLE: {}\n", b.name, why);
+    return false;
+  }
+  const nlohmann::json& j = *probe;
+  fmt::print("  {:<8} ok  ({})\n", b.name, b.summary);
+  fmt::print("           python {} ({}), torch {}{}{}\n", j.value("python", ""), j.value("executable", ""),
+             j.value("torch", ""), j.value("torch_compile", false) ? "" : " (no torch.compile)",
+             j.contains("triton") ? ", triton " + j["triton"].get<std::string>() : "");
+  int k = 0;
+  for (const auto& d : j.value("devices", nlohmann::json::array())) fmt::print("           device {}: {}\n", k++, d.get<std::string>());
+  return true;
+}
+
 bool CheckBackend(const BackendInfo& b, ProcessRunner& runner, bool remeasure) {
+  if (b.python_hosted) return CheckPythonBackend(b, runner);
   Result<nlohmann::json> probe = ProbeWorker(runner, b.name);
   if (!probe.ok()) {
     fmt::print("  {:<8} NOT USABLE: {}\n", b.name, probe.status().message());

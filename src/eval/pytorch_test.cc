@@ -94,6 +94,12 @@ TEST(PyTorchProblemTest, GivenAModuleWithoutModelItSaysWhatIsMissing) {
   fs::remove_all(f.parent_path());
 }
 
+TEST_F(PyTorchTest, GivenAPythonBackendKforgeWorkerSaysWhereItRunsInsteadOfCrashing) {
+  Result<nlohmann::json> probe = ProbeWorker(*runner_, "triton");
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  EXPECT_NE(probe->value("error", "").find("Python worker"), std::string::npos) << probe->dump();
+}
+
 TEST_F(PyTorchTest, GivenAModelNewInPyTorchItIsCorrectAgainstTheFloat64ReferenceAndTheEagerBaseline) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_torch_ops.py", "pytorch", true);
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;

@@ -249,6 +249,7 @@ Status JobRunner::RunTiming() {
 Status JobRunner::Run() {
   const BackendInfo* backend = FindBackend(job_.backend);
   if (!backend) return Status::InvalidArgument("unknown backend " + job_.backend);
+  if (!backend->open) return Status::InvalidArgument("backend " + job_.backend + " runs in the Python worker, not in kforge-worker");
   Stage("open device");
   Result<std::unique_ptr<Device>> dev = backend->open(job_.device);
   if (!dev.ok()) return Fail("open device", dev.status().message());
@@ -291,6 +292,11 @@ Status ProbeBackend(const std::string& name) {
   const BackendInfo* backend = FindBackend(name);
   if (!backend) return Status::InvalidArgument("unknown backend '" + name + "'; known: " + BackendNames());
   json out = {{"backend", name}};
+  if (!backend->list_devices || !backend->open) {
+    out["error"] = "backend " + name + " runs in the Python worker (python/kforge_pyworker.py), not in kforge-worker";
+    std::cout << out.dump() << std::endl;
+    return Status::Ok();
+  }
   Result<std::vector<std::string>> devices = backend->list_devices();
   if (!devices.ok()) {
     out["error"] = devices.status().message();
