@@ -491,8 +491,8 @@ def count_flops(inst):
 
 
 def make_callable(job, device, s, inst_cache):
-    """Returns (fn, expected outputs) for set s: fn() runs the implementation once and returns
-    the list of output tensors."""
+    """Returns fn for set s: fn() runs the implementation once and returns the list of output
+    tensors (kf_run candidates: the preallocated, guarded buffers in fn.kforge_outputs)."""
     import torch
     spec = job.spec
     mode = spec["mode"]
@@ -521,7 +521,7 @@ def make_callable(job, device, s, inst_cache):
             if not hasattr(torch, "compile"):
                 raise WorkerError("compile", "torch %s has no torch.compile (PyTorch 2.0 or newer has it)" % torch.__version__)
             model = torch.compile(model)
-        return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))]), None
+        return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))])
     candidate = job.candidate
     if spec["entry"] == "ModelNew":
         if inst is None:
@@ -534,13 +534,13 @@ def make_callable(job, device, s, inst_cache):
             copy_parameters(inst.model, model, job)
             job.new_models[key] = model.to(device.spec)
         model = job.new_models[key]
-        return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))]), None
+        return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))])
     entry = getattr(candidate, spec["entry"], None)
     if entry is None:
         raise WorkerError("load", "the candidate defines no '%s'; a Triton candidate defines "
                           "kf_run(inputs, outputs, attrs) (docs/abi-triton.md)" % spec["entry"])
     dtypes = torch_dtypes()
-    outs, guards = [], []
+    outs = []
     for d in s["outputs"]:
         n = 1
         for x in d["dims"]:
@@ -553,7 +553,7 @@ def make_callable(job, device, s, inst_cache):
         entry(inputs, outputs, attrs)
         return [t for _, _, t, _ in outs]
     call.kforge_outputs = outs
-    return call, outs
+    return call
 
 
 def seeded(seed, fn):
@@ -606,7 +606,7 @@ def input_hashes(job, inputs):
     return ["same" if torch.equal(bits(t), bits(job.pristine(t))) else "changed" for t in inputs.values()]
 
 
-def check_outputs(call, s, outs, expected):
+def check_outputs(outs, expected):
     """Outputs must have the shapes and dtypes the reference has."""
     if len(outs) != len(expected):
         raise WorkerError("check", "returned %d outputs; the reference returns %d" % (len(outs), len(expected)))
@@ -631,7 +631,7 @@ def run_checks(job, device, calls, inst_cache):
             device.sync()
             with torch.no_grad():
                 outs, ms, _ = device.timed_call(call)
-            check_outputs(call, s, outs, s["outputs"])
+            check_outputs(outs, s["outputs"])
             overrun = guard_intact(call, which)
             if overrun:
                 entry["overrun"] = overrun
@@ -736,13 +736,13 @@ def run_job(folder):
             stage("prepare")
             needed = sorted(set(spec.get("checks", [])) | set((spec.get("timing") or {}).get("sets", [])))
             for i in needed:
-                calls[i], _ = make_callable(job, device, spec["sets"][i], inst_cache)
+                calls[i] = make_callable(job, device, spec["sets"][i], inst_cache)
             if spec["mode"] == "baseline":
                 stage("compile" if spec["baseline"] == "compile" else "first run")
                 t0 = time.perf_counter()
                 with torch.no_grad():
                     for i in needed:
-                        check_outputs(calls[i], spec["sets"][i], calls[i](), spec["sets"][i]["outputs"])
+                        check_outputs(calls[i](), spec["sets"][i]["outputs"])
                 device.sync()
                 res.data["first_call_seconds"] = time.perf_counter() - t0
             if spec.get("checks"):

@@ -213,13 +213,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->callback([f, exit_code] {
-    for (const std::string& item : f->sizes) {
-      size_t eq = item.find('=');
-      char* end = nullptr;
-      long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
-      if (eq == std::string::npos || !end || *end) { fmt::print(stderr, "kforge bench: --size expects name=integer, got '{}'\n", item); *exit_code = kExitUsage; return; }
-      f->options.sizes[item.substr(0, eq)] = v;
-    }
+    Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
+    if (!sizes.ok()) { fmt::print(stderr, "kforge bench: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
+    f->options.sizes = *sizes;
     f->options.baselines = !f->no_baselines;
     *exit_code = RunBench(*f);
   });

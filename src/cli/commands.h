@@ -7,6 +7,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "loop/forge.h"
 
 namespace kforge {
@@ -17,6 +21,8 @@ constexpr int kExitUsage = 2;
 constexpr int kExitEnvironment = 3;
 
 void AddEvalCommand(CLI::App& app, int* exit_code);
+// --size name=value flags (eval, bench) -> sizes; a malformed item says what was expected.
+Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>& items);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddProblemsCommand(CLI::App& app, int* exit_code);
 // optimize, resume, runs, show.

@@ -22,18 +22,6 @@ struct EvalFlags {
   EvalOptions options;
 };
 
-Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>& items) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& item : items) {
-    size_t eq = item.find('=');
-    char* end = nullptr;
-    long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || !end || *end != '\0')
-      return Status::InvalidArgument("--size expects name=integer, got '" + item + "'");
-    out[item.substr(0, eq)] = v;
-  }
-  return out;
-}
 
 // `seed` and `candidate[N]` name the problem's own files; anything else is a path.
 Result<fs::path> ResolveCandidate(const Problem& p, const std::string& backend, const std::string& arg) {
@@ -104,6 +92,19 @@ int EvalAll(EvalFlags& f) {
 }
 
 }  // namespace
+
+Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>& items) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& item : items) {
+    size_t eq = item.find('=');
+    char* end = nullptr;
+    long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || !end || *end != '\0')
+      return Status::InvalidArgument("--size expects name=integer, got '" + item + "'");
+    out[item.substr(0, eq)] = v;
+  }
+  return out;
+}
 
 void AddEvalCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<EvalFlags>();

@@ -104,6 +104,7 @@ class Evaluation {
   json PythonJob(const std::string& mode) const;
   Limits PythonLimits() const;
   std::string PythonLockFile() const;
+  json PythonTimingPlan(size_t sets) const;
 
  public:
   Result<Verdict> RunBaselinesOnly();
@@ -615,16 +616,14 @@ Limits Evaluation::PythonLimits() const {
 }
 
 std::string Evaluation::PythonLockFile() const {
-  Result<fs::path> cache = CacheDir();
-  if (!cache.ok()) return "";
-  fs::create_directories(*cache / "locks");
-  fs::path p = *cache / "locks" / ((torch_device_ == "cpu" ? std::string("cpu") : "cuda-" + std::to_string(options_.device)) + ".lock");
-  int fd = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd >= 0) {
-    fchmod(fd, 0666);  // the sandbox user opens it too
-    close(fd);
-  }
-  return p.string();
+  // The lock kforge-worker jobs on the same device take (LockName): "cpu" or "cuda-<device>".
+  return DeviceLockPath(torch_device_ == "cpu" ? "cpu" : LockName("cuda")).string();
+}
+
+json Evaluation::PythonTimingPlan(size_t sets) const {
+  return {{"sets", sets > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
+          {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
+          {"cv_target", options_.cv_target}, {"flush", true}};
 }
 
 json Evaluation::PythonJob(const std::string& mode) const {
@@ -667,15 +666,13 @@ Status Evaluation::PreparePyTorch() {
     py_sets_.push_back({{"seed", s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", main.sizes}});
     sizes_of.push_back(main.sizes);
   }
-  // Hidden sizes: the batch dimension moves (3/4 of it, odd), the one size every KernelBench
-  // candidate must take as given; other constants may be structural (kernel sizes, groups).
+  // Hidden sizes: only the batch dimension moves (VariantSizes' rule: about 3/4, odd), the one
+  // size every KernelBench candidate must take as given; other constants may be structural
+  // (kernel sizes, groups).
   auto batch = main.sizes.find("batch_size");
   if (options_.hidden_sizes && batch != main.sizes.end() && batch->second > 1) {
     std::map<std::string, int64_t> variant = main.sizes;
-    int64_t v = batch->second, k = std::max<int64_t>(1, v - v / 4);
-    if (k >= v) k = v - 1;
-    if (k % 2 == 0 && k > 1) --k;
-    variant["batch_size"] = k;
+    variant["batch_size"] = VariantSizes(problem_, main.sizes).at("batch_size");
     for (int s = 0; s < 2; ++s) {
       py_sets_.push_back({{"seed", 1000 + s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", variant}, {"hidden", true}});
       sizes_of.push_back(variant);
@@ -768,12 +765,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
   job["entry"] = source_.find("class ModelNew") != std::string::npos ? "ModelNew" : backend_->python_hosted ? backend_->entry : "kf_run";
   job["checks"] = json::array();
   for (size_t t = 0; t < trials_.size(); ++t) job["checks"].push_back(t);
-  if (options_.timing) {
-    json plan = {{"sets", trials_.size() > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
-                 {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
-                 {"cv_target", options_.cv_target}, {"flush", true}};
-    job["timing"] = plan;
-  }
+  if (options_.timing) job["timing"] = PythonTimingPlan(trials_.size());
   job["lock_file"] = PythonLockFile();
   PythonJobFiles files;
   files.copies["candidate.py"] = candidate_;
@@ -815,10 +807,7 @@ Status Evaluation::PyTorchBaselines() {
   for (const std::string kind : {"eager", "compile"}) {
     json job = PythonJob("baseline");
     job["baseline"] = kind;
-    size_t n = std::min<size_t>(2, trials_.size());
-    job["timing"] = {{"sets", n > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
-                     {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
-                     {"cv_target", options_.cv_target}, {"flush", true}};
+    job["timing"] = PythonTimingPlan(trials_.size());
     job["lock_file"] = PythonLockFile();
     job.erase("interpret");
     PythonJobFiles files;

@@ -136,17 +136,7 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
   spec.env = PythonEnv(dir, mode);
   spec.limits = limits;
   if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
-  WorkerRun run;
-  run.dir = dir;
-  run.process = runner.Run(spec);
-  const std::string tag = "kforge-worker: ";
-  size_t pos = run.process.err.rfind(tag);
-  run.last_stage = pos == std::string::npos ? "start" : run.process.err.substr(pos + tag.size(), run.process.err.find('\n', pos) - pos - tag.size());
-  Result<std::string> text = ReadFile(dir / "result.json");
-  if (text.ok()) {
-    json j = json::parse(*text, nullptr, false);
-    if (!j.is_discarded()) run.result = j;
-  }
+  WorkerRun run = RunPreparedWorker(runner, spec, dir);
   run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
 }

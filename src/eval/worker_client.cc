@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -83,6 +84,10 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   spec.cwd = dir;
   spec.env = WorkerEnv(dir);
   spec.limits = limits;
+  return RunPreparedWorker(runner, spec, dir);
+}
+
+WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
   WorkerRun run;
   run.dir = dir;
   run.process = runner.Run(spec);
@@ -119,12 +124,23 @@ void Cleanup(const WorkerRun& run) {
   fs::remove_all(run.dir, ec);
 }
 
-DeviceLock::DeviceLock(const std::string& name) {
+fs::path DeviceLockPath(const std::string& name) {
   Result<fs::path> cache = CacheDir();
-  if (!cache.ok()) return;
-  fs::create_directories(*cache / "locks");
+  if (!cache.ok()) return {};
+  std::error_code ec;
+  fs::create_directories(*cache / "locks", ec);
   fs::path p = *cache / "locks" / (name + ".lock");
-  fd_ = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  int fd = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return {};
+  fchmod(fd, 0666);  // the sandbox users open it too (the umask may have narrowed it)
+  close(fd);
+  return p;
+}
+
+DeviceLock::DeviceLock(const std::string& name) {
+  fs::path p = DeviceLockPath(name);
+  if (p.empty()) return;
+  fd_ = open(p.c_str(), O_RDWR | O_CLOEXEC);
   if (fd_ >= 0) flock(fd_, LOCK_EX);
 }
 

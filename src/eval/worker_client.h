@@ -43,6 +43,14 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
 // A worker that fails or prints no JSON is an Unavailable Status saying how it ended.
 Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend);
 
+// Runs a prepared worker (kforge-worker or the Python worker) whose job folder is `dir`, then
+// reads what it left: the last progress stage from stderr and result.json, possibly partial.
+WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, const std::filesystem::path& dir);
+
+// <cache>/locks/<name>.lock, created readable and writable by every sandbox user: the file
+// DeviceLock holds, and that Python jobs lock themselves around timed runs. Empty without a cache.
+std::filesystem::path DeviceLockPath(const std::string& name);
+
 // Removes the job folder unless KFORGE_KEEP_TEMP is set.
 void Cleanup(const WorkerRun& run);
 
