@@ -1,4 +1,5 @@
 #include "base/files.h"
+#include "kforge/source_dir.h"
 
 #include <unistd.h>
 #include <xxhash.h>

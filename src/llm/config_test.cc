@@ -1,4 +1,5 @@
 #include "kforge/llm/config.h"
+#include "kforge/source_dir.h"
 
 #include <gtest/gtest.h>
 

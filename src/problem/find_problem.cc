@@ -1,5 +1,6 @@
 // Finding problems by path or by name along the problem search path (see kforge/problem.h).
 #include <toml++/toml.h>
+#include "kforge/source_dir.h"
 
 #include <algorithm>
 #include <cstdlib>

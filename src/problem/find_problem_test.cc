@@ -1,6 +1,7 @@
 // Specifications of ProblemSearchPath, FindProblem and ListBundledProblems. The search roots
 // are testdata/search/first and testdata/search/second, put on KFORGE_PROBLEMS.
 #include <gtest/gtest.h>
+#include "kforge/source_dir.h"
 
 #include <cstdlib>
 #include <optional>
