@@ -27,10 +27,21 @@ struct TimingStats {
   int runs = 0;
   double median_ms = 0, min_ms = 0, mean_ms = 0, stdev_ms = 0, cv = 0;
   double host_median_ms = 0;  // host wall clock, the cross-check
+  // The worker's supervisor clocks every timed run from outside the candidate's process
+  // (docs/worker-protocol.md): the median of those wall times, and what its null runs took.
+  double wall_median_ms = 0, overhead_ms = 0;
+  double device_median_ms = 0;    // the device timer's median, as the candidate's process reported it
+  bool wall_bounded = false;      // median_ms is the supervisor's bound, above the reported device time
 };
 
 // Computes the statistics of device samples (and the host median).
 TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector<double>& host_ms);
+
+// The statistics of a worker's "timing" record (kforge-worker or the Python worker): device
+// samples, and a median never below what the supervisor's clock allows: median(wall) - overhead,
+// less a small tolerance for the supervisor's own wake-up latency.
+// The device timer runs inside the candidate's process, so only that bound is trusted.
+TimingStats TimingFromWorker(const nlohmann::json& timing);
 nlohmann::json TimingToJson(const TimingStats& t);
 
 struct Verdict {

@@ -87,6 +87,7 @@ class Device {
   // Scratch bytes the candidate asks for (0 when it exports no request).
   virtual Result<int64_t> ScratchBytes(const LaunchArgs& args) = 0;
   // Runs the candidate once and waits for it. A non-OK Status carries the candidate's message.
+  // Before Load() it runs nothing through the same timers: the worker's null runs.
   virtual Result<LaunchTiming> Launch(const LaunchArgs& args) = 0;
   // Precision-relevant settings the candidate chose (e.g. OpenCL build options), as JSON.
   virtual nlohmann::json PrecisionReport() = 0;

@@ -1,6 +1,8 @@
 #include "base/files.h"
 #include "kforge/source_dir.h"
 
+#include <openssl/evp.h>
+
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -44,6 +46,19 @@ std::string HashHex(const void* data, size_t bytes) {
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(XXH3_64bits(data, bytes)));
   return buf;
+}
+
+std::string Sha256Hex(const void* data, size_t bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(data, bytes, digest, &n, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
 }
 
 std::string Hash128Hex(const std::string& s) {

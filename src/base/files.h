@@ -22,6 +22,11 @@ inline std::string HashHex(const std::string& s) { return HashHex(s.data(), s.si
 // 128-bit XXH3 as 32 hex digits, for cache keys.
 std::string Hash128Hex(const std::string& s);
 
+// SHA-256, lowercase hex: for what a hostile process might try to forge (the workers' result
+// files), where the fast non-cryptographic hashes above are not enough.
+std::string Sha256Hex(const void* data, size_t bytes);
+inline std::string Sha256Hex(const std::string& s) { return Sha256Hex(s.data(), s.size()); }
+
 // A fresh directory under $TMPDIR (or /tmp): kforge-<tag>-XXXXXX.
 Result<std::filesystem::path> MakeTempDir(const std::string& tag);
 

@@ -53,16 +53,23 @@ std::vector<LaunchAttr> AttrsFor(const BoundProblem& b) {
   return attrs;
 }
 
-InputSet SetFor(const BoundProblem& b, bool float64_inputs) {
+// A worker's input set for a bound problem. Sets of the problem's own inputs carry their
+// generators (distribution and key), so the worker can draw fresh values for timed runs.
+InputSet SetFor(const BoundProblem& b, bool float64_inputs, double magnitude = 1) {
   InputSet s;
+  s.magnitude = magnitude;
   s.attrs = AttrsFor(b);
-  for (TensorShape t : b.inputs) {
+  for (size_t k = 0; k < b.inputs.size(); ++k) {
+    TensorShape t = b.inputs[k];
     if (float64_inputs && IsFloating(t.dtype)) t.dtype = DType::kFloat64;
-    s.inputs.push_back({t, ""});
+    TensorFile f{t, "", std::nullopt};
+    if (!float64_inputs && k < b.problem->inputs.size() && b.problem->format != ProblemFormat::kPyTorch)
+      f.gen = InputGenerator{b.problem->inputs[k].dist, InputKey(b, k)};
+    s.inputs.push_back(f);
   }
   for (TensorShape t : b.outputs) {
     if (float64_inputs && IsFloating(t.dtype)) t.dtype = DType::kFloat64;
-    s.outputs.push_back({t, ""});
+    s.outputs.push_back({t, "", std::nullopt});
   }
   return s;
 }
@@ -82,6 +89,9 @@ class Evaluation {
   Result<bool> CompileGate();
   Status PrepareTrials();
   Status ComputeReference();
+  Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what);
+  TimingPlan PlanTiming(size_t sets) const;
+  bool CheckTimedSamples(const WorkerRun& run);
   Result<bool> RunCandidate();
   bool ProcessEnded(const WorkerRun& run);
   bool CheckTrials(const WorkerRun& run);
@@ -129,6 +139,8 @@ class Evaluation {
   std::string arch_;  // per-device-arch backends (cuda): the device's architecture, "sm_90"
   std::vector<Trial> trials_;
   Verdict verdict_;
+  bool degenerate_ = false;        // the reference's outputs are (nearly) constant
+  bool reference_finite_ = true;   // no NaN/Inf in any check trial's reference
   bool pytorch_ = false;           // the problem is a PyTorch module
   bool python_candidate_ = false;  // the candidate is a Python module (Python worker)
   json py_probe_;
@@ -138,6 +150,10 @@ class Evaluation {
 };
 
 bool Evaluation::StaticGate() {
+  if (!options_.static_check) {
+    verdict_.warnings.push_back("the static pattern check was switched off (--no-static-check)");
+    return true;
+  }
   std::vector<std::string> findings =
       python_candidate_ ? StaticCheck(source_, PythonRules(), true) : StaticCheck(source_, backend_->deny);
   if (findings.empty()) return true;
@@ -188,48 +204,79 @@ Status Evaluation::PrepareTrials() {
   return Status::Ok();
 }
 
-Status Evaluation::ComputeReference() {
-  auto t0 = std::chrono::steady_clock::now();
+// Float64 (or the problem's native) reference outputs for `trials`, in the worker.
+Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::string& what) {
   Job job;
   job.backend = "cpp";
   job.entry = problem_.reference_float64 ? "kf_reference_f64" : "kf_reference_native";
   job.check_twice = false;
   WorkerFiles files;
   files.library = reference_library_;
-  for (size_t t = 0; t < trials_.size(); ++t) {
-    job.sets.push_back(SetFor(trials_[t].bound, problem_.reference_float64));
+  for (size_t t = 0; t < trials.size(); ++t) {
+    job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64));
     job.checks.push_back(static_cast<int>(t));
     std::vector<HostTensor> ins;
-    for (const HostTensor& h : trials_[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
+    for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
     files.inputs.push_back(std::move(ins));
   }
   KF_ASSIGN_OR_RETURN(WorkerRun run, RunWorker(runner_, job, files, WorkerLimits()));
   Status status = Status::Ok();
   if (!run.finished() || run.result.contains("error")) {
-    status = Status::Internal("the reference of problem '" + problem_.name + "' failed (" +
+    status = Status::Internal("the reference of problem '" + problem_.name + "' failed on " + what + " (" +
                               run.process.Describe() + ", stage " + run.last_stage + "): " +
                               run.result.value("error", json::object()).value("message", "") + "\n" +
                               TailLines(run.process.err, 10, 2000));
   }
-  for (size_t t = 0; status.ok() && t < trials_.size(); ++t) {
-    for (const TensorShape& out : trials_[t].bound.outputs) {
+  for (size_t t = 0; status.ok() && t < trials.size(); ++t) {
+    trials[t].reference.clear();
+    for (const TensorShape& out : trials[t].bound.outputs) {
       Result<std::string> bytes = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', out.name));
       if (!bytes.ok()) { status = bytes.status(); break; }
       TensorShape s = out;
       if (problem_.reference_float64 && IsFloating(s.dtype)) s.dtype = DType::kFloat64;
       std::vector<double> v(static_cast<size_t>(s.numel()));
       ToDouble(s.dtype, bytes->data(), v.size(), v.data());
-      trials_[t].reference.push_back(std::move(v));
+      trials[t].reference.push_back(std::move(v));
     }
   }
   Cleanup(run);
+  return status;
+}
+
+Status Evaluation::ComputeReference() {
+  auto t0 = std::chrono::steady_clock::now();
+  Status status = ReferenceOutputs(trials_, "the check trials");
   Stage("reference", t0);
   if (!status.ok()) return status;
+  for (const Trial& t : trials_)
+    for (const std::vector<double>& r : t.reference)
+      for (double x : r) reference_finite_ &= std::isfinite(x);
   std::string why;
   const TensorShape& first = trials_[0].bound.outputs[0];
-  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(first.dtype), &why))
+  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(first.dtype), &why)) {
+    degenerate_ = true;
     verdict_.warnings.push_back("degenerate problem: " + why);
+  }
   return Status::Ok();
+}
+
+// The timing plan every kforge-worker job gets: fresh inputs per timed run (for the problem's
+// own inputs), a sample of timed outputs back for a reference check.
+TimingPlan Evaluation::PlanTiming(size_t sets) const {
+  TimingPlan plan;
+  plan.sets = sets > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
+  plan.budget_ms = options_.budget_ms;
+  plan.cv_target = options_.cv_target;
+  plan.min_runs = options_.min_runs;
+  plan.max_runs = options_.max_runs;
+  plan.timed_checks = options_.timed_checks;
+  plan.reference_finite = reference_finite_;
+  plan.degenerate = degenerate_;
+  // KernelBench problems' inputs come from the PyTorch module, which kforge-worker cannot draw
+  // from: native candidates there are timed on the check sets, and every sampled timed output
+  // is compared with that set's reference.
+  plan.fresh_inputs = !pytorch_;
+  return plan;
 }
 
 Limits Evaluation::WorkerLimits() const {
@@ -401,21 +448,81 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
   return true;
 }
 
-bool Evaluation::CheckTiming(const WorkerRun& run) {
+// The sampled timed runs: each output against a trusted reference for that run's inputs,
+// regenerated here from the seed the worker's supervisor drew.
+bool Evaluation::CheckTimedSamples(const WorkerRun& run) {
   const json& tj = run.result["timing"];
-  TimingStats stats = ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
-  verdict_.timing = stats;
-  int last = tj["last_set"].get<int>();
-  for (size_t o = 0; o < trials_[last].bound.outputs.size(); ++o) {
-    const TensorShape& shape = trials_[last].bound.outputs[o];
-    Result<std::string> bytes = run.ReadOutput(TimedOutputFile(shape.name));
-    Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, trials_[last].reference[o], problem_.ToleranceFor(shape.dtype)) : Comparison{false, "missing"};
-    if (!c.pass) {
-      Finish(VerdictStatus::kWrongOutput, "re-verification after timing failed for '" + shape.name + "': " + c.reason, "reverify");
+  const json samples = tj.value("samples", json::array());
+  if (samples.empty()) return true;
+  bool fresh = tj.value("fresh_inputs", false);
+  std::vector<Trial> timed;
+  for (const json& s : samples) {
+    int set = s.at("set").get<int>();
+    if (set < 0 || set >= static_cast<int>(trials_.size())) {
+      Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
+      return false;
+    }
+    Trial t = trials_[set];
+    if (fresh) {
+      t.seed = s.at("seed").get<uint64_t>();
+      t.inputs = GenerateInputs(t.bound, t.seed, t.magnitude);
+    }
+    timed.push_back(std::move(t));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  if (fresh) {
+    Status st = ReferenceOutputs(timed, "the sampled timed runs");
+    if (!st.ok()) {
+      Finish(VerdictStatus::kRuntimeError, st.message());
       return false;
     }
   }
-  if (tj["input_hashes_after"] != tj["input_hashes_before"]) {
+  Stage("timed_reference", t0);
+  json checked = json::array();
+  for (size_t k = 0; k < timed.size(); ++k) {
+    const json& s = samples[k];
+    int r = s.at("run").get<int>();
+    std::string what = "timed run " + std::to_string(r) + (fresh ? " (fresh inputs, seed " + std::to_string(timed[k].seed) + ")" : "");
+    for (size_t o = 0; o < timed[k].bound.outputs.size(); ++o) {
+      const TensorShape& shape = timed[k].bound.outputs[o];
+      Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, ""));
+      Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, timed[k].reference[o], problem_.ToleranceFor(shape.dtype))
+                                : Comparison{false, bytes.status().message()};
+      if (!c.pass) {
+        verdict_.trials.push_back({{"timed_run", r}, {"seed", timed[k].seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
+        Finish(VerdictStatus::kWrongOutput, what + ": output '" + shape.name + "': " + c.reason, "timed_output");
+        return false;
+      }
+    }
+    checked.push_back(r);
+  }
+  verdict_.fingerprint["timed_runs_checked"] = checked;
+  return true;
+}
+
+bool Evaluation::CheckTiming(const WorkerRun& run) {
+  const json& tj = run.result["timing"];
+  TimingStats stats = TimingFromWorker(tj);
+  verdict_.timing = stats;
+  const json issues = tj.value("issues", json::array());
+  if (!issues.empty()) {
+    Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
+    return false;
+  }
+  if (tj.contains("last_set")) {  // the Python worker's record
+    int last = tj["last_set"].get<int>();
+    for (size_t o = 0; o < trials_[last].bound.outputs.size(); ++o) {
+      const TensorShape& shape = trials_[last].bound.outputs[o];
+      Result<std::string> bytes = run.ReadOutput("out_timed_" + shape.name + ".bin");
+      Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, trials_[last].reference[o], problem_.ToleranceFor(shape.dtype)) : Comparison{false, "missing"};
+      if (!c.pass) {
+        Finish(VerdictStatus::kWrongOutput, "re-verification after timing failed for '" + shape.name + "': " + c.reason, "reverify");
+        return false;
+      }
+    }
+  }
+  if (!CheckTimedSamples(run)) return false;
+  if (tj.contains("input_hashes_after") && tj["input_hashes_after"] != tj["input_hashes_before"]) {
     Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
     return false;
   }
@@ -424,13 +531,37 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
                                            std::to_string(tj["threads_after"].get<int>()) + " during the timed runs (background work)", "threads");
     return false;
   }
+  // The device timer runs in the candidate's process; the supervisor's clock does not. Every
+  // run's reported time well below what that clock allows is forged (or the work escaped the
+  // call). The smallest gap decides: on a busy machine the supervisor wakes up late on many
+  // runs, never on all of them, while a forged timer shows on every run. (The median already
+  // holds the supervisor's bound, so a forger gains nothing by keeping one run honest.)
+  std::vector<double> d = tj.value("device_ms", std::vector<double>{}), w = tj.value("wall_ms", std::vector<double>{});
+  if (!w.empty() && w.size() == d.size()) {
+    double gap = 1e300;
+    for (size_t i = 0; i < w.size(); ++i) gap = std::min(gap, w[i] - d[i] - stats.overhead_ms);
+    if (gap > 0.25 * stats.device_median_ms && gap > 10 * tj.value("overhead_mad_ms", 0.0) + 0.1) {
+      Finish(VerdictStatus::kSuspicious,
+             "the device time the candidate's process reported (median " + std::to_string(stats.device_median_ms) +
+                 " ms) is at least " + std::to_string(gap) + " ms below what the worker's supervisor clocked on every run (median " +
+                 std::to_string(stats.wall_median_ms) + " ms, of which " + std::to_string(stats.overhead_ms) +
+                 " ms is its own overhead): a forged timer, or work outside the timed call",
+             "supervisor_clock");
+      return false;
+    }
+  }
+  if (stats.wall_bounded)
+    verdict_.warnings.push_back("the median is the supervisor's bound (" + std::to_string(stats.median_ms) + " ms: wall " +
+                                std::to_string(stats.wall_median_ms) + " ms less its overhead), above the device time the candidate's process reported (" +
+                                std::to_string(stats.device_median_ms) + " ms): a busy machine (late wake-ups) or work outside the timer");
   double gap = backend_->host_gap_suspicious_ms;
-  if (gap > 0 && stats.host_median_ms > 1.5 * stats.median_ms + gap) {
+  double device = stats.device_median_ms > 0 ? stats.device_median_ms : stats.median_ms;
+  if (gap > 0 && stats.host_median_ms > 1.5 * device + gap) {
     Finish(VerdictStatus::kSuspicious, "host time (median " + std::to_string(stats.host_median_ms) + " ms) is far above device time (" +
-                                           std::to_string(stats.median_ms) + " ms): work escapes the device timer (a side stream or host work)", "host_time");
+                                           std::to_string(device) + " ms): work escapes the device timer (a side stream or host work)", "host_time");
     return false;
   }
-  if (stats.host_median_ms > 3 * stats.median_ms + 1.0)
+  if (stats.host_median_ms > 3 * device + 1.0)
     verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
   return true;
 }
@@ -462,19 +593,11 @@ Result<bool> Evaluation::RunCandidate() {
   }
   program_source_ = files.program_source;
   for (size_t t = 0; t < trials_.size(); ++t) {
-    job.sets.push_back(SetFor(trials_[t].bound, false));
+    job.sets.push_back(SetFor(trials_[t].bound, false, trials_[t].magnitude));
     job.checks.push_back(static_cast<int>(t));
     files.inputs.push_back(trials_[t].inputs);
   }
-  if (options_.timing) {
-    TimingPlan plan;
-    plan.sets = trials_.size() > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
-    plan.budget_ms = options_.budget_ms;
-    plan.cv_target = options_.cv_target;
-    plan.min_runs = options_.min_runs;
-    plan.max_runs = options_.max_runs;
-    job.timing = plan;
-  }
+  if (options_.timing) job.timing = PlanTiming(trials_.size());
   Limits limits = WorkerLimits();
   verdict_.limits = LimitsToJson(limits);
   Result<WorkerRun> run = [&] {
@@ -531,16 +654,11 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
   files.program_source = program;
   size_t n = std::min<size_t>(2, trials_.size());
   for (size_t t = 0; t < n; ++t) {
-    job.sets.push_back(SetFor(trials_[t].bound, false));
+    job.sets.push_back(SetFor(trials_[t].bound, false, trials_[t].magnitude));
     files.inputs.push_back(trials_[t].inputs);
   }
-  TimingPlan plan;
-  plan.sets = n > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
-  plan.budget_ms = options_.budget_ms;
-  plan.cv_target = options_.cv_target;
-  plan.min_runs = options_.min_runs;
-  plan.max_runs = options_.max_runs;
-  job.timing = plan;
+  job.timing = PlanTiming(n);
+  job.timing->timed_checks = 0;  // the reference and the seed are the problem's own code
   Result<WorkerRun> run = [&] {
     DeviceLock lock(LockName(backend));
     return RunWorker(runner_, job, files, WorkerLimits());
@@ -549,8 +667,7 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
   Cleanup(*run);
   if (!run->finished() || run->result.contains("error"))
     return Status::Internal("baseline failed: " + run->process.Describe() + " " + run->result.value("error", json::object()).dump());
-  const json& tj = run->result["timing"];
-  return ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+  return TimingFromWorker(run->result["timing"]);
 }
 
 Status Evaluation::Baselines() {
@@ -753,8 +870,13 @@ Status Evaluation::PreparePyTorch() {
   if (!status.ok()) return status;
   if (trials_.empty() || trials_[0].bound.outputs.empty()) return Status::Internal("the PyTorch reference returned no outputs");
   std::string why;
-  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(trials_[0].bound.outputs[0].dtype), &why))
+  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(trials_[0].bound.outputs[0].dtype), &why)) {
+    degenerate_ = true;
     verdict_.warnings.push_back("degenerate problem: " + why);
+  }
+  for (const Trial& t : trials_)
+    for (const std::vector<double>& r : t.reference)
+      for (double x : r) reference_finite_ &= std::isfinite(x);
   return Status::Ok();
 }
 

@@ -48,23 +48,29 @@ double Draw(const Distribution& d, double magnitude, Rng& rng) {
 
 }  // namespace
 
+HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
+                          uint64_t seed, double magnitude) {
+  HostTensor t;
+  t.shape = shape;
+  Rng rng(std::stoull(HashHex(key + "/" + std::to_string(seed)).substr(0, 15), nullptr, 16));
+  size_t n = static_cast<size_t>(t.shape.numel());
+  std::vector<double> raw(n);
+  for (size_t i = 0; i < n; ++i) raw[i] = Draw(dist, magnitude, rng);
+  t.bytes.resize(t.shape.bytes());
+  FromDouble(t.shape.dtype, raw.data(), n, t.bytes.data());
+  t.values.resize(n);
+  ToDouble(t.shape.dtype, t.bytes.data(), n, t.values.data());  // exactly what the kernel sees
+  return t;
+}
+
+std::string InputKey(const BoundProblem& bound, size_t k) {
+  return bound.problem->name + "/" + bound.problem->inputs[k].name;
+}
+
 std::vector<HostTensor> GenerateInputs(const BoundProblem& bound, uint64_t seed, double magnitude) {
   std::vector<HostTensor> out;
-  for (size_t k = 0; k < bound.inputs.size(); ++k) {
-    const TensorDecl& decl = bound.problem->inputs[k];
-    HostTensor t;
-    t.shape = bound.inputs[k];
-    std::string key = bound.problem->name + "/" + decl.name + "/" + std::to_string(seed);
-    Rng rng(std::stoull(HashHex(key).substr(0, 15), nullptr, 16));
-    size_t n = static_cast<size_t>(t.shape.numel());
-    std::vector<double> raw(n);
-    for (size_t i = 0; i < n; ++i) raw[i] = Draw(decl.dist, magnitude, rng);
-    t.bytes.resize(t.shape.bytes());
-    FromDouble(t.shape.dtype, raw.data(), n, t.bytes.data());
-    t.values.resize(n);
-    ToDouble(t.shape.dtype, t.bytes.data(), n, t.values.data());  // exactly what the kernel sees
-    out.push_back(std::move(t));
-  }
+  for (size_t k = 0; k < bound.inputs.size(); ++k)
+    out.push_back(GenerateTensor(bound.inputs[k], bound.problem->inputs[k].dist, InputKey(bound, k), seed, magnitude));
   return out;
 }
 

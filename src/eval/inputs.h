@@ -16,6 +16,15 @@ struct HostTensor {
   std::vector<double> values;   // the same values, exactly, as double
 };
 
+// One tensor: `key` names it ("<problem>/<input>"), and (key, seed) fixes every value. The
+// worker draws fresh timed inputs with this same function, so the orchestrator can regenerate
+// any timed run's inputs from its seed.
+HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
+                          uint64_t seed, double magnitude);
+
+// The key GenerateInputs uses for input `k` of `bound`.
+std::string InputKey(const BoundProblem& bound, size_t k);
+
 // One trial's inputs, in problem order.
 std::vector<HostTensor> GenerateInputs(const BoundProblem& bound, uint64_t seed, double magnitude);
 

@@ -137,6 +137,8 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
   spec.limits = limits;
   if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
   WorkerRun run = RunPreparedWorker(runner, spec, dir);
+  // Until the Python worker's supervisor prints its result hash, its result.json is taken as is.
+  if (!run.confirmed && run.process.out.find("kforge-result ") == std::string::npos) run.confirmed = true;
   run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
 }

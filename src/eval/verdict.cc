@@ -42,10 +42,38 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
   return t;
 }
 
+TimingStats TimingFromWorker(const nlohmann::json& tj) {
+  TimingStats t = ComputeStats(tj.value("device_ms", std::vector<double>{}), tj.value("host_ms", std::vector<double>{}));
+  t.device_median_ms = t.median_ms;
+  std::vector<double> wall = tj.value("wall_ms", std::vector<double>{});
+  if (wall.empty()) return t;
+  std::sort(wall.begin(), wall.end());
+  size_t n = wall.size();
+  t.wall_median_ms = n % 2 ? wall[n / 2] : 0.5 * (wall[n / 2 - 1] + wall[n / 2]);
+  t.overhead_ms = tj.value("overhead_ms", 0.0);
+  // The supervisor's clock also holds its own wake-up latency, which grows on a loaded
+  // machine: a reported time within 5% (and 3 deviations of the null runs) of the bound is
+  // taken as it is, so a forged timer gains at most that.
+  double tolerance = 0.05 * t.median_ms + 3 * tj.value("overhead_mad_ms", 0.0);
+  double bound = t.wall_median_ms - t.overhead_ms - tolerance;
+  if (bound > t.median_ms) {
+    t.median_ms = bound;
+    t.wall_bounded = true;
+  }
+  return t;
+}
+
 nlohmann::json TimingToJson(const TimingStats& t) {
-  return {{"runs", t.runs}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms},
-          {"mean_ms", t.mean_ms}, {"stdev_ms", t.stdev_ms}, {"cv", t.cv},
-          {"host_median_ms", t.host_median_ms}};
+  nlohmann::json j = {{"runs", t.runs}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms},
+                      {"mean_ms", t.mean_ms}, {"stdev_ms", t.stdev_ms}, {"cv", t.cv},
+                      {"host_median_ms", t.host_median_ms}};
+  if (t.wall_median_ms > 0) {
+    j["wall_median_ms"] = t.wall_median_ms;
+    j["overhead_ms"] = t.overhead_ms;
+    j["device_median_ms"] = t.device_median_ms;
+    j["wall_bounded"] = t.wall_bounded;
+  }
+  return j;
 }
 
 nlohmann::json Verdict::ToJson() const {

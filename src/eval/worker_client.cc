@@ -50,7 +50,14 @@ Status CopyIn(const fs::path& from, const fs::path& to) {
 
 }  // namespace
 
-Result<std::string> WorkerRun::ReadOutput(const std::string& file) const { return ReadFile(dir / file); }
+Result<std::string> WorkerRun::ReadOutput(const std::string& file) const {
+  if (file.empty() || file.find('/') != std::string::npos) return Status::InvalidArgument("bad output file name '" + file + "'");
+  KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
+  const nlohmann::json files = result.value("files", nlohmann::json::object());
+  if (files.contains(file) && files[file] != Sha256Hex(bytes))
+    return Status::InvalidArgument("output file " + file + " was changed after the worker's supervisor wrote it");
+  return bytes;
+}
 
 fs::path WorkerPath() {
   const char* env = std::getenv("KFORGE_WORKER");
@@ -95,7 +102,18 @@ WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, cons
   Result<std::string> text = ReadFile(dir / "result.json");
   if (text.ok()) {
     nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-    if (!j.is_discarded()) run.result = j;
+    if (!j.is_discarded() && j.is_object()) run.result = j;
+  }
+  const std::string tag = "kforge-result ";
+  size_t pos = run.process.out.rfind(tag);
+  if (pos != std::string::npos && text.ok()) {
+    std::string announced = run.process.out.substr(pos + tag.size(), 64);
+    run.confirmed = announced == Sha256Hex(*text);
+    if (!run.confirmed) {
+      run.result = nlohmann::json::object();
+      run.result["error"] = {{"stage", "result"}, {"message", "result.json was changed after the worker's supervisor wrote it "
+                                                              "(its SHA-256 differs from the one the supervisor printed)"}};
+    }
   }
   return run;
 }

@@ -19,9 +19,14 @@ namespace kforge {
 struct WorkerRun {
   ProcessResult process;
   nlohmann::json result = nlohmann::json::object();  // result.json, possibly partial
-  std::filesystem::path dir;                          // the job folder; removed by ~WorkerRun? no: by Cleanup
+  std::filesystem::path dir;                          // the job folder; removed by Cleanup
   std::string last_stage;                             // from the worker's stderr progress lines
-  bool finished() const { return result.value("done", false); }
+  // The worker's supervisor printed result.json's SHA-256 on its stdout (a channel candidate
+  // code never holds) and the file still matches it. Without that, result.json is only a
+  // diagnostic: finished() is false.
+  bool confirmed = false;
+  bool finished() const { return confirmed && result.value("done", false); }
+  // An output file, checked against the SHA-256 the supervisor recorded for it in result.json.
   Result<std::string> ReadOutput(const std::string& file) const;
 };
 
@@ -44,7 +49,9 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
 Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend);
 
 // Runs a prepared worker (kforge-worker or the Python worker) whose job folder is `dir`, then
-// reads what it left: the last progress stage from stderr and result.json, possibly partial.
+// reads what it left: the last progress stage from stderr and result.json, possibly partial,
+// confirmed by the "kforge-result <sha256>" line the worker's supervisor prints last. A
+// result.json that does not match it becomes an error record (stage "result").
 WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, const std::filesystem::path& dir);
 
 // <cache>/locks/<name>.lock, created readable and writable by every sandbox user: the file

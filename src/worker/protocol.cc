@@ -8,9 +8,22 @@ using nlohmann::json;
 
 namespace {
 
+const char* DistName(Distribution::Kind k) {
+  switch (k) {
+    case Distribution::Kind::kNormal: return "normal";
+    case Distribution::Kind::kUniform: return "uniform";
+    case Distribution::Kind::kIntegers: return "integers";
+  }
+  return "normal";
+}
+
 json TensorToJson(const TensorFile& t) {
-  return {{"name", t.shape.name}, {"dtype", DTypeName(t.shape.dtype)},
-          {"dims", t.shape.dims}, {"file", t.file}};
+  json j = {{"name", t.shape.name}, {"dtype", DTypeName(t.shape.dtype)},
+            {"dims", t.shape.dims}, {"file", t.file}};
+  if (t.gen)
+    j["gen"] = {{"kind", DistName(t.gen->dist.kind)}, {"a", t.gen->dist.a}, {"b", t.gen->dist.b},
+                {"positive", t.gen->dist.positive}, {"key", t.gen->key}};
+  return j;
 }
 
 Result<TensorFile> TensorFromJson(const json& j) {
@@ -19,6 +32,20 @@ Result<TensorFile> TensorFromJson(const json& j) {
   KF_ASSIGN_OR_RETURN(t.shape.dtype, ParseDType(j.at("dtype").get<std::string>()));
   t.shape.dims = j.at("dims").get<std::vector<int64_t>>();
   t.file = j.value("file", "");
+  if (j.contains("gen")) {
+    const json& g = j["gen"];
+    InputGenerator gen;
+    std::string kind = g.at("kind").get<std::string>();
+    if (kind == "normal") gen.dist.kind = Distribution::Kind::kNormal;
+    else if (kind == "uniform") gen.dist.kind = Distribution::Kind::kUniform;
+    else if (kind == "integers") gen.dist.kind = Distribution::Kind::kIntegers;
+    else return Status::InvalidArgument("unknown input distribution '" + kind + "'");
+    gen.dist.a = g.at("a").get<double>();
+    gen.dist.b = g.at("b").get<double>();
+    gen.dist.positive = g.value("positive", false);
+    gen.key = g.at("key").get<std::string>();
+    t.gen = gen;
+  }
   return t;
 }
 
@@ -27,11 +54,12 @@ json SetToJson(const InputSet& s) {
   for (const LaunchAttr& a : s.attrs) attrs.push_back({{"name", a.name}, {"i", a.i}, {"f", a.f}});
   for (const TensorFile& t : s.inputs) ins.push_back(TensorToJson(t));
   for (const TensorFile& t : s.outputs) outs.push_back(TensorToJson(t));
-  return {{"attrs", attrs}, {"inputs", ins}, {"outputs", outs}};
+  return {{"magnitude", s.magnitude}, {"attrs", attrs}, {"inputs", ins}, {"outputs", outs}};
 }
 
 Result<InputSet> SetFromJson(const json& j) {
   InputSet s;
+  s.magnitude = j.value("magnitude", 1.0);
   for (const json& a : j.at("attrs"))
     s.attrs.push_back({a.at("name").get<std::string>(), a.at("i").get<int64_t>(), a.at("f").get<double>()});
   for (const json& t : j.at("inputs")) {
@@ -57,7 +85,9 @@ json JobToJson(const Job& job) {
     const TimingPlan& t = *job.timing;
     j["timing"] = {{"sets", t.sets}, {"warmup_runs", t.warmup_runs}, {"warmup_ms", t.warmup_ms},
                    {"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"budget_ms", t.budget_ms},
-                   {"cv_target", t.cv_target}, {"flush", t.flush}};
+                   {"cv_target", t.cv_target}, {"flush", t.flush}, {"fresh_inputs", t.fresh_inputs},
+                   {"timed_checks", t.timed_checks}, {"calibration_runs", t.calibration_runs},
+                   {"reference_finite", t.reference_finite}, {"degenerate", t.degenerate}};
   }
   return j;
 }
@@ -88,6 +118,11 @@ Result<Job> JobFromJson(const json& j) {
       p.budget_ms = t.value("budget_ms", p.budget_ms);
       p.cv_target = t.value("cv_target", p.cv_target);
       p.flush = t.value("flush", p.flush);
+      p.fresh_inputs = t.value("fresh_inputs", p.fresh_inputs);
+      p.timed_checks = t.value("timed_checks", p.timed_checks);
+      p.calibration_runs = t.value("calibration_runs", p.calibration_runs);
+      p.reference_finite = t.value("reference_finite", p.reference_finite);
+      p.degenerate = t.value("degenerate", p.degenerate);
       job.timing = p;
     }
     for (int s : job.checks)
@@ -105,7 +140,9 @@ std::string CheckOutputFile(int set, char poison, const std::string& tensor) {
   return "out_" + std::to_string(set) + "_" + poison + "_" + tensor + ".bin";
 }
 
-std::string TimedOutputFile(const std::string& tensor) { return "out_timed_" + tensor + ".bin"; }
+std::string TimedOutputFile(int run, const std::string& tensor) {
+  return "out_timed_" + std::to_string(run) + "_" + tensor + ".bin";
+}
 
 size_t PoisonPattern(DType t, int which, unsigned char out[8]) {
   // Quiet NaNs with distinct payloads and signs; integer sentinels unlikely as results.

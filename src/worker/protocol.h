@@ -15,18 +15,27 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/device.h"
+#include "kforge/problem.h"
 #include "kforge/status.h"
 #include "kforge/tensor.h"
 
 namespace kforge {
 
+// How the worker draws a fresh value set for an input (GenerateTensor in eval/inputs.h).
+struct InputGenerator {
+  Distribution dist;
+  std::string key;  // "<problem>/<input>"
+};
+
 struct TensorFile {
   TensorShape shape;
   std::string file;  // relative to the job folder; inputs only
+  std::optional<InputGenerator> gen;  // inputs of timed sets: fresh values for every timed run
 };
 
 // One set of inputs with its own sizes, buffers and outputs.
 struct InputSet {
+  double magnitude = 1;  // the scale fresh timed inputs are drawn at
   std::vector<LaunchAttr> attrs;
   std::vector<TensorFile> inputs;
   std::vector<TensorFile> outputs;
@@ -41,6 +50,13 @@ struct TimingPlan {
   double budget_ms = 2000;  // stop after this once min_runs are done
   double cv_target = 0.02;
   bool flush = true;        // flush the last-level cache before every timed run
+  // Every timed run gets fresh inputs, drawn by the worker from a seed its supervisor picks
+  // (inputs need a generator). Off only for probes that time a fixed workload.
+  bool fresh_inputs = true;
+  int timed_checks = 3;          // timed runs whose outputs come back for a reference check
+  int calibration_runs = 20;     // null runs that measure the supervisor's round trip
+  bool reference_finite = true;  // the check references had no NaN/Inf: timed outputs must not either
+  bool degenerate = false;       // outputs may repeat across inputs (constant references)
 };
 
 struct Job {
@@ -61,7 +77,7 @@ Result<Job> JobFromJson(const nlohmann::json& j);
 
 // Output file names the worker writes.
 std::string CheckOutputFile(int set, char poison, const std::string& tensor);
-std::string TimedOutputFile(const std::string& tensor);
+std::string TimedOutputFile(int run, const std::string& tensor);  // a sampled timed run
 
 // Poison patterns per dtype: NaNs with distinct payloads for floats, sentinels for integers.
 // `which` is 0 or 1. Returns the pattern size in bytes.

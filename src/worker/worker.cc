@@ -1,19 +1,43 @@
-// The worker's side of an evaluation. Order of work for one job:
-//   open device -> load candidate -> upload every input set -> checks (each set run twice,
-//   outputs poisoned with two different patterns) -> timing (warm-up, then runs rotating over
-//   input sets, each after poisoning outputs and flushing the cache) -> precision report.
-// result.json is rewritten after each step so that a crash keeps the steps before it.
+// The worker's side of an evaluation, in two processes (docs/worker-protocol.md).
+//
+// The supervisor is trusted: it never loads candidate code. It forks the child, which opens
+// the device, loads the candidate and does what it is told over a socket, one step at a time:
+//   open device -> allocate and upload the check sets -> calibrate (null runs, before any
+//   candidate code is in the process) -> load -> checks (each set twice, two poisons) ->
+//   warm-up -> timed runs (each with fresh inputs drawn from a seed the supervisor picks,
+//   poisoned outputs and a flushed cache) -> precision report.
+// The supervisor takes the wall clock of every timed run itself, checks every timed output
+// (fully written, finite, never a repeat of another run's), keeps a random sample of them for
+// the orchestrator's reference check, counts the child's threads from /proc, and writes
+// result.json and every output file itself, from bytes the child sent. It is not dumpable, so
+// the child can neither trace it nor open its memory or file descriptors; the child's stdout
+// and stderr go to a pipe the supervisor drains. When the job ends the child is killed
+// (no exit handler or destructor of the candidate runs), and as its last act the supervisor
+// prints result.json's SHA-256 on its own stdout, which the child never held: the
+// orchestrator trusts result.json only when the hash matches.
 #include "worker/worker.h"
 
-#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <map>
 
 #include "backend/registry.h"
 #include "base/files.h"
+#include "base/subprocess.h"
+#include "eval/inputs.h"
+#include "worker/channel.h"
 
 namespace kforge {
 
@@ -23,19 +47,7 @@ using nlohmann::json;
 namespace {
 
 double NowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int CountThreads() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Bytes after each output buffer, filled with a canary and checked after every check run:
@@ -46,66 +58,139 @@ constexpr unsigned char kCanary = 0xC5;
 
 void Stage(const std::string& what) { std::fprintf(stderr, "kforge-worker: %s\n", what.c_str()); }
 
+size_t OutputBytes(const InputSet& set) {
+  size_t n = 0;
+  for (const TensorFile& t : set.outputs) n += t.shape.bytes();
+  return n;
+}
+
+// --- The child: everything that touches the device and the candidate. ----------------------
+
 struct SetBuffers {
   std::vector<LaunchTensor> inputs, outputs;
   BufferId scratch = -1;
   int64_t scratch_bytes = 0;
-  std::vector<std::string> input_hashes;  // of the uploaded bytes
 };
 
-class JobRunner {
+class Child {
  public:
-  JobRunner(const Job& job, fs::path dir) : job_(job), dir_(std::move(dir)) {}
-  Status Run();
+  Child(const Job& job, fs::path dir, int sock) : job_(job), dir_(std::move(dir)), sock_(sock) {}
+  [[noreturn]] void Serve();
 
  private:
-  Status Save() { return WriteFileAtomic(dir_ / "result.json", result_.dump(1)); }
-  Status Fail(const std::string& stage, const std::string& message) {
-    result_["error"] = {{"stage", stage}, {"message", message}};
-    return Save();
-  }
-  Status Upload(int set);
-  LaunchArgs Args(int set) const;
+  Result<json> Handle(const json& cmd, std::string* blob);
+  Result<json> Open();
+  Result<json> Alloc();
+  Result<json> Load();
+  Result<json> Check(int set, int which, std::string* blob);
+  Result<json> Warmup(const json& cmd);
+  Result<json> Prepare(const json& cmd);
+  Result<json> Go(bool null, std::string* blob);
   Status Poison(int set, int which);
+  LaunchArgs Args(int set) const;
   Result<std::vector<std::string>> HashInputs(int set);
+  Result<std::string> ReadOutputs(int set);
   Result<std::string> CheckGuards(int set);
-  Status DownloadOutputs(int set, const std::function<std::string(const std::string&)>& name);
-  Status RunChecks();
-  Status RunTiming();
-  Status Warmup(const TimingPlan& plan);
 
   const Job& job_;
   fs::path dir_;
+  int sock_;
   std::unique_ptr<Device> device_;
   std::vector<SetBuffers> sets_;
-  json result_ = json::object();
+  bool loaded_ = false;
+  int prepared_ = -1;                      // the set the next "go" runs
+  std::vector<std::string> fresh_hashes_;  // of the inputs "prepare" drew (empty: not fresh)
 };
 
-Status JobRunner::Upload(int set) {
-  const InputSet& in = job_.sets[set];
-  SetBuffers& b = sets_[set];
-  for (const TensorFile& t : in.inputs) {
-    KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir_ / t.file));
-    if (bytes.size() != t.shape.bytes())
-      return Status::InvalidArgument("input file " + t.file + " has the wrong size");
-    KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(bytes.size()));
-    KF_RETURN_IF_ERROR(device_->Write(id, bytes.data(), bytes.size()));
-    b.inputs.push_back({t.shape, id});
-    b.input_hashes.push_back(HashHex(bytes.data(), bytes.size()));
+void Child::Serve() {
+  for (;;) {
+    Result<Message> m = ReceiveMessage(sock_, 0);
+    if (!m.ok()) _exit(0);  // the supervisor is done with us (or gone)
+    std::string blob;
+    Result<json> reply = Handle(m->head, &blob);
+    json head = reply.ok() ? *reply : json{{"error", reply.status().message()}};
+    if (!SendMessage(sock_, head, reply.ok() ? blob : std::string()).ok()) _exit(0);
   }
-  for (const TensorFile& t : in.outputs) {
-    KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(t.shape.bytes() + kGuardBytes));
-    KF_RETURN_IF_ERROR(device_->Fill(id, &kCanary, 1, t.shape.bytes() + kGuardBytes));
-    b.outputs.push_back({t.shape, id});
-  }
-  KF_ASSIGN_OR_RETURN(b.scratch_bytes, device_->ScratchBytes(Args(set)));
-  if (b.scratch_bytes > 0) {
-    KF_ASSIGN_OR_RETURN(b.scratch, device_->Alloc(static_cast<size_t>(b.scratch_bytes)));
-  }
-  return Status::Ok();
 }
 
-LaunchArgs JobRunner::Args(int set) const {
+Result<json> Child::Handle(const json& cmd, std::string* blob) {
+  const std::string op = cmd.value("op", "");
+  if (op == "open") return Open();
+  if (!device_) return Status::InvalidArgument("no device open");
+  if (op == "peaks") {
+    KF_ASSIGN_OR_RETURN(Peaks p, device_->MeasurePeaks());
+    return json{{"peaks", {{"bandwidth_gbs", p.bandwidth_gbs}, {"fp32_gflops", p.fp32_gflops}, {"detail", p.detail}}}};
+  }
+  if (op == "alloc") return Alloc();
+  if (op == "load") return Load();
+  int set = cmd.value("set", 0);
+  if (set < 0 || set >= static_cast<int>(sets_.size())) return Status::InvalidArgument("no such set");
+  if (op == "check") return Check(set, cmd.value("which", 0), blob);
+  if (op == "hash_inputs") {
+    KF_ASSIGN_OR_RETURN(std::vector<std::string> h, HashInputs(set));
+    return json{{"hashes", h}};
+  }
+  if (op == "warmup") return Warmup(cmd);
+  if (op == "prepare") return Prepare(cmd);
+  if (op == "go") return Go(cmd.value("null", false), blob);
+  if (op == "precision") return json{{"precision", device_->PrecisionReport()}};
+  return Status::InvalidArgument("unknown command '" + op + "'");
+}
+
+Result<json> Child::Open() {
+  const BackendInfo* backend = FindBackend(job_.backend);
+  if (!backend || !backend->open) return Status::InvalidArgument("backend " + job_.backend + " does not run in kforge-worker");
+  KF_ASSIGN_OR_RETURN(device_, backend->open(job_.device));
+  return json{{"fingerprint", device_->Fingerprint()}, {"llc_bytes", device_->LastLevelCacheBytes()}};
+}
+
+// Buffers for every set and the orchestrator's inputs; no candidate code yet.
+Result<json> Child::Alloc() {
+  sets_.resize(job_.sets.size());
+  json hashes = json::array();
+  for (size_t s = 0; s < job_.sets.size(); ++s) {
+    const InputSet& in = job_.sets[s];
+    SetBuffers& b = sets_[s];
+    json set_hashes = json::array();
+    for (const TensorFile& t : in.inputs) {
+      std::string bytes(t.shape.bytes(), '\0');
+      if (!t.file.empty()) {
+        KF_ASSIGN_OR_RETURN(bytes, ReadFile(dir_ / t.file));
+        if (bytes.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
+      }
+      KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(std::max<size_t>(bytes.size(), 1)));
+      KF_RETURN_IF_ERROR(device_->Write(id, bytes.data(), bytes.size()));
+      b.inputs.push_back({t.shape, id});
+      set_hashes.push_back(HashHex(bytes.data(), bytes.size()));
+    }
+    for (const TensorFile& t : in.outputs) {
+      KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(t.shape.bytes() + kGuardBytes));
+      KF_RETURN_IF_ERROR(device_->Fill(id, &kCanary, 1, t.shape.bytes() + kGuardBytes));
+      b.outputs.push_back({t.shape, id});
+    }
+    hashes.push_back(set_hashes);
+  }
+  return json{{"input_hashes", hashes}};
+}
+
+Result<json> Child::Load() {
+  KernelSpec spec{(dir_ / job_.library).string(), job_.entry, ""};
+  if (!job_.program_source_file.empty()) {
+    KF_ASSIGN_OR_RETURN(spec.program_source, ReadFile(dir_ / job_.program_source_file));
+  }
+  KF_RETURN_IF_ERROR(device_->Load(spec));
+  loaded_ = true;
+  for (size_t s = 0; s < sets_.size(); ++s) {
+    SetBuffers& b = sets_[s];
+    KF_ASSIGN_OR_RETURN(b.scratch_bytes, device_->ScratchBytes(Args(static_cast<int>(s))));
+    if (b.scratch_bytes > 0) {
+      KF_ASSIGN_OR_RETURN(b.scratch, device_->Alloc(static_cast<size_t>(b.scratch_bytes)));
+    }
+  }
+  return json::object();
+}
+
+LaunchArgs Child::Args(int set) const {
   const SetBuffers& b = sets_[set];
   LaunchArgs a;
   a.inputs = b.inputs;
@@ -116,7 +201,7 @@ LaunchArgs JobRunner::Args(int set) const {
   return a;
 }
 
-Status JobRunner::Poison(int set, int which) {
+Status Child::Poison(int set, int which) {
   const SetBuffers& b = sets_[set];
   for (const LaunchTensor& t : b.outputs) {
     unsigned char pattern[8];
@@ -130,7 +215,7 @@ Status JobRunner::Poison(int set, int which) {
   return device_->Synchronize();
 }
 
-Result<std::vector<std::string>> JobRunner::HashInputs(int set) {
+Result<std::vector<std::string>> Child::HashInputs(int set) {
   std::vector<std::string> hashes;
   for (const LaunchTensor& t : sets_[set].inputs) {
     std::string bytes(t.shape.bytes(), '\0');
@@ -140,7 +225,18 @@ Result<std::vector<std::string>> JobRunner::HashInputs(int set) {
   return hashes;
 }
 
-Result<std::string> JobRunner::CheckGuards(int set) {
+Result<std::string> Child::ReadOutputs(int set) {
+  std::string all;
+  all.reserve(OutputBytes(job_.sets[set]));
+  for (const LaunchTensor& t : sets_[set].outputs) {
+    std::string bytes(t.shape.bytes(), '\0');
+    KF_RETURN_IF_ERROR(device_->Read(t.buffer, bytes.data(), bytes.size()));
+    all += bytes;
+  }
+  return all;
+}
+
+Result<std::string> Child::CheckGuards(int set) {
   for (const LaunchTensor& t : sets_[set].outputs) {
     std::string bytes(t.shape.bytes() + kGuardBytes, '\0');
     KF_RETURN_IF_ERROR(device_->Read(t.buffer, bytes.data(), bytes.size()));
@@ -151,50 +247,83 @@ Result<std::string> JobRunner::CheckGuards(int set) {
   return std::string();
 }
 
-Status JobRunner::DownloadOutputs(int set,
-                                  const std::function<std::string(const std::string&)>& name) {
-  for (const LaunchTensor& t : sets_[set].outputs) {
-    std::string bytes(t.shape.bytes(), '\0');
-    KF_RETURN_IF_ERROR(device_->Read(t.buffer, bytes.data(), bytes.size()));
-    KF_RETURN_IF_ERROR(WriteFile(dir_ / name(t.shape.name), bytes.data(), bytes.size()));
-  }
-  return Status::Ok();
+Result<json> Child::Check(int set, int which, std::string* blob) {
+  if (!loaded_) return Status::InvalidArgument("nothing loaded");
+  KF_RETURN_IF_ERROR(Poison(set, which));
+  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(Args(set)));
+  json reply = {{"device_ms", t.device_ms}};
+  KF_ASSIGN_OR_RETURN(std::string overrun, CheckGuards(set));
+  if (!overrun.empty()) reply["overrun"] = overrun;
+  KF_ASSIGN_OR_RETURN(*blob, ReadOutputs(set));
+  return reply;
 }
 
-Status JobRunner::RunChecks() {
-  result_["checks"] = json::array();
-  for (int set : job_.checks) {
-    json check = {{"set", set}};
-    for (int which = 0; which < (job_.check_twice ? 2 : 1); ++which) {
-      char tag = which ? 'b' : 'a';
-      Stage("check set " + std::to_string(set) + " poison " + tag);
-      KF_RETURN_IF_ERROR(Poison(set, which));
-      Result<LaunchTiming> t = device_->Launch(Args(set));
-      if (!t.ok()) return Fail("check set " + std::to_string(set), t.status().message());
-      check[std::string("ms_") + tag] = t->device_ms;
-      if (!result_.contains("threads_after_first_run")) result_["threads_after_first_run"] = CountThreads();
-      KF_ASSIGN_OR_RETURN(std::string overrun, CheckGuards(set));
-      if (!overrun.empty()) check["overrun"] = overrun;
-      KF_RETURN_IF_ERROR(DownloadOutputs(set, [&](const std::string& n) { return CheckOutputFile(set, tag, n); }));
+Result<json> Child::Warmup(const json& cmd) {
+  std::vector<int> sets = cmd.at("sets").get<std::vector<int>>();
+  int runs = cmd.value("runs", 3);
+  double ms = cmd.value("ms", 30.0), start = NowMs();
+  for (int i = 0; i < 1000 && (i < runs || NowMs() - start < ms); ++i) {
+    int set = sets[i % sets.size()];
+    if (set < 0 || set >= static_cast<int>(sets_.size())) return Status::InvalidArgument("no such set");
+    KF_RETURN_IF_ERROR(device_->Launch(Args(set)).status());
+  }
+  return json::object();
+}
+
+// Draws the next timed run's inputs (when a seed is given), poisons the outputs, flushes.
+Result<json> Child::Prepare(const json& cmd) {
+  int set = cmd.at("set").get<int>();
+  fresh_hashes_.clear();
+  if (cmd.contains("seed")) {
+    uint64_t seed = cmd["seed"].get<uint64_t>();
+    const InputSet& in = job_.sets[set];
+    for (size_t k = 0; k < in.inputs.size(); ++k) {
+      const TensorFile& t = in.inputs[k];
+      if (!t.gen) return Status::InvalidArgument("input '" + t.shape.name + "' has no generator for fresh inputs");
+      HostTensor h = GenerateTensor(t.shape, t.gen->dist, t.gen->key, seed, in.magnitude);
+      KF_RETURN_IF_ERROR(device_->Write(sets_[set].inputs[k].buffer, h.bytes.data(), h.bytes.size()));
+      fresh_hashes_.push_back(HashHex(h.bytes.data(), h.bytes.size()));
     }
-    KF_ASSIGN_OR_RETURN(std::vector<std::string> hashes, HashInputs(set));
-    check["input_hashes_before"] = sets_[set].input_hashes;
-    check["input_hashes_after"] = hashes;
-    result_["checks"].push_back(check);
-    result_["threads_after_checks"] = CountThreads();
-    KF_RETURN_IF_ERROR(Save());
   }
-  return Status::Ok();
+  KF_RETURN_IF_ERROR(Poison(set, cmd.value("poison", 0)));
+  if (cmd.value("flush", false)) KF_RETURN_IF_ERROR(device_->FlushCaches());
+  KF_RETURN_IF_ERROR(device_->Synchronize());
+  prepared_ = set;
+  return json{{"ready", true}};
 }
 
-Status JobRunner::Warmup(const TimingPlan& plan) {
-  double start = NowMs();
-  for (int i = 0; i < 1000 && (i < plan.warmup_runs || NowMs() - start < plan.warmup_ms); ++i) {
-    int set = plan.sets[i % plan.sets.size()];
-    Result<LaunchTiming> t = device_->Launch(Args(set));
-    if (!t.ok()) return Fail("warm-up", t.status().message());
-  }
-  return Status::Ok();
+// One run of the prepared set (a null run before the candidate is loaded), then its outputs
+// and whether its inputs still hold what was drawn: the same path for both, so that a null
+// run measures everything but the kernel.
+Result<json> Child::Go(bool null, std::string* blob) {
+  if (prepared_ < 0) return Status::InvalidArgument("nothing prepared");
+  int set = prepared_;
+  prepared_ = -1;
+  if (!null && !loaded_) return Status::InvalidArgument("nothing loaded");
+  if (null && loaded_) return Status::InvalidArgument("null runs come before the candidate is loaded");
+  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(Args(set)));  // unloaded: times nothing
+  KF_ASSIGN_OR_RETURN(*blob, ReadOutputs(set));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> after, HashInputs(set));
+  json reply = {{"device_ms", t.device_ms}, {"host_ms", t.host_ms}};
+  if (!fresh_hashes_.empty()) reply["inputs_changed"] = after != fresh_hashes_;
+  return reply;
+}
+
+// --- The supervisor. ------------------------------------------------------------------------
+
+uint64_t FreshSeed() {
+  uint64_t v = 0;
+  while (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {}
+  return v >> 1;  // 63 bits: a JSON integer every reader keeps exactly
+}
+
+uint64_t RandomBelow(uint64_t n) { return n == 0 ? 0 : FreshSeed() % n; }
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 double CoefficientOfVariation(const std::vector<double>& xs) {
@@ -207,86 +336,357 @@ double CoefficientOfVariation(const std::vector<double>& xs) {
   return mean > 0 ? std::sqrt(var) / mean : 1.0;
 }
 
-Status JobRunner::RunTiming() {
+// What a timed output must be, checked by the supervisor for every timed run.
+std::string CheckTimedOutput(const TensorShape& shape, const char* data, int which, bool finite) {
+  unsigned char pattern[8];
+  size_t psize = PoisonPattern(shape.dtype, which, pattern);
+  size_t esize = DTypeSize(shape.dtype);
+  int64_t n = shape.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const char* e = data + i * esize;
+    if (psize == esize && std::memcmp(e, pattern, esize) == 0)
+      return "output '" + shape.name + "' still holds the poison at element " + std::to_string(i) + " (not written)";
+  }
+  if (finite && IsFloating(shape.dtype)) {
+    std::vector<double> v(static_cast<size_t>(n));
+    ToDouble(shape.dtype, data, v.size(), v.data());
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(v[static_cast<size_t>(i)]))
+        return "output '" + shape.name + "' has " + std::to_string(v[static_cast<size_t>(i)]) + " at element " +
+               std::to_string(i) + " where the reference is finite";
+  }
+  return "";
+}
+
+struct Sample {
+  int run = 0, set = 0;
+  uint64_t seed = 0;
+  std::string outputs;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const Job& job, fs::path dir) : job_(job), dir_(std::move(dir)) {}
+  Status Run();
+
+ private:
+  Status StartChild();
+  // Sends one command and waits for the reply. A child that died, flooded its output or sent
+  // garbage ends the job: recorded as an error at `stage`, and the returned status is not ok.
+  Result<Message> Call(const std::string& stage, const json& cmd, uint64_t max_blob = 0);
+  Status Fail(const std::string& stage, const std::string& message);
+  Status Save() { return WriteFileAtomic(dir_ / "result.json", result_.dump(1)); }
+  Status WriteOutput(const std::string& name, const std::string& bytes);
+  int ChildThreads() const;
+  Status Calibrate();
+  Status Checks();
+  Status Timing();
+  void EndChild();
+  Status Finish();
+
+  const Job& job_;
+  fs::path dir_;
+  pid_t child_ = -1;
+  int sock_ = -1;
+  OutputDrain drain_;
+  json result_ = json::object();
+  json files_ = json::object();  // output file -> SHA-256
+  bool failed_ = false;
+};
+
+Status Supervisor::StartChild() {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return Status::Internal(std::string("PR_SET_DUMPABLE: ") + std::strerror(errno));
+  int sv[2], out[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return Status::Internal(std::string("socketpair: ") + std::strerror(errno));
+  if (pipe2(out, O_CLOEXEC) != 0) return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  child_ = fork();
+  if (child_ < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
+  if (child_ == 0) {
+    // The child keeps neither the supervisor's stdout (the result channel) nor its end of
+    // the socket; its own output goes to the drain pipe.
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0) _exit(127);
+    close(sv[0]);
+    close(out[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() == 1) _exit(127);
+    Child(job_, dir_, sv[1]).Serve();
+  }
+  close(sv[1]);
+  close(out[1]);
+  sock_ = sv[0];
+  drain_.fd = out[0];
+  fcntl(drain_.fd, F_SETFL, fcntl(drain_.fd, F_GETFL) | O_NONBLOCK);
+  return Status::Ok();
+}
+
+Result<Message> Supervisor::Call(const std::string& stage, const json& cmd, uint64_t max_blob) {
+  Status sent = SendMessage(sock_, cmd);
+  Result<Message> m = sent.ok() ? ReceiveMessage(sock_, max_blob, &drain_) : Result<Message>(sent);
+  if (m.ok() && m->head.contains("error")) {
+    KF_RETURN_IF_ERROR(Fail(stage, m->head["error"].is_string() ? m->head["error"].get<std::string>() : m->head["error"].dump()));
+    return Status::Unavailable("aborted at " + stage);
+  }
+  if (m.ok()) return m;
+  std::string why;
+  if (drain_.flooded()) {
+    why = "the candidate flooded its output: wrote more than " + std::to_string(drain_.flood_bytes >> 20) + " MB";
+  } else if (m.status().code() == StatusCode::kInvalidArgument) {
+    why = m.status().message();
+  } else {
+    // The child is gone (or going): say how it ended.
+    int status = 0;
+    ProcessResult r;
+    if (waitpid(child_, &status, 0) == child_) {
+      child_ = -1;
+      r.end = WIFSIGNALED(status) ? ProcessResult::End::kSignaled : ProcessResult::End::kExited;
+      r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      why = "the candidate's process " + r.Describe();
+    } else {
+      why = "the candidate's process closed the channel";
+    }
+  }
+  KF_RETURN_IF_ERROR(Fail(stage, why));
+  return Status::Unavailable("aborted at " + stage);
+}
+
+Status Supervisor::Fail(const std::string& stage, const std::string& message) {
+  failed_ = true;
+  result_["error"] = {{"stage", stage}, {"message", message}};
+  return Save();
+}
+
+Status Supervisor::WriteOutput(const std::string& name, const std::string& bytes) {
+  files_[name] = Sha256Hex(bytes);
+  return WriteFile(dir_ / name, bytes.data(), bytes.size());
+}
+
+int Supervisor::ChildThreads() const {
+  Result<std::string> status = ReadFile("/proc/" + std::to_string(child_) + "/status");
+  if (!status.ok()) return 0;
+  size_t pos = status->find("\nThreads:");
+  return pos == std::string::npos ? 0 : std::atoi(status->c_str() + pos + 9);
+}
+
+// Null runs through the whole timed-run path before any candidate code is in the child: what
+// the supervisor's clock adds to a run's device time.
+Status Supervisor::Calibrate() {
+  const TimingPlan& plan = *job_.timing;
+  std::vector<double> gaps;
+  for (int i = 0; i < plan.calibration_runs; ++i) {
+    int set = plan.sets[i % plan.sets.size()];
+    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}};
+    if (!Call("calibration", prep).ok()) return Status::Ok();
+    double t0 = NowMs();
+    Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}}, OutputBytes(job_.sets[set]));
+    double wall = NowMs() - t0;
+    if (!m.ok()) return Status::Ok();
+    gaps.push_back(wall - m->head.value("device_ms", 0.0));
+  }
+  double med = Median(gaps);
+  std::vector<double> dev;
+  for (double g : gaps) dev.push_back(std::fabs(g - med));
+  result_["calibration"] = {{"overhead_ms", med}, {"overhead_mad_ms", Median(dev)}, {"runs", gaps.size()}};
+  return Save();
+}
+
+Status Supervisor::Checks() {
+  result_["checks"] = json::array();
+  const json& hashes = result_["input_hashes"];
+  for (int set : job_.checks) {
+    json check = {{"set", set}};
+    const InputSet& in = job_.sets[set];
+    for (int which = 0; which < (job_.check_twice ? 2 : 1); ++which) {
+      char tag = which ? 'b' : 'a';
+      std::string stage = "check set " + std::to_string(set);
+      Stage(stage + " poison " + tag);
+      Result<Message> m = Call(stage, {{"op", "check"}, {"set", set}, {"which", which}}, OutputBytes(in));
+      if (!m.ok()) return Status::Ok();
+      if (m->blob.size() != OutputBytes(in)) return Fail(stage, "the candidate's process sent outputs of the wrong size");
+      check[std::string("ms_") + tag] = m->head.value("device_ms", 0.0);
+      if (!result_.contains("threads_after_first_run")) result_["threads_after_first_run"] = ChildThreads();
+      if (m->head.contains("overrun")) check["overrun"] = m->head["overrun"];
+      size_t offset = 0;
+      for (const TensorFile& t : in.outputs) {
+        KF_RETURN_IF_ERROR(WriteOutput(CheckOutputFile(set, tag, t.shape.name), m->blob.substr(offset, t.shape.bytes())));
+        offset += t.shape.bytes();
+      }
+    }
+    Result<Message> h = Call("check set " + std::to_string(set), {{"op", "hash_inputs"}, {"set", set}});
+    if (!h.ok()) return Status::Ok();
+    check["input_hashes_before"] = hashes.at(static_cast<size_t>(set));
+    check["input_hashes_after"] = h->head["hashes"];
+    result_["checks"].push_back(check);
+    result_["threads_after_checks"] = ChildThreads();
+    KF_RETURN_IF_ERROR(Save());
+  }
+  return Status::Ok();
+}
+
+Status Supervisor::Timing() {
   const TimingPlan& plan = *job_.timing;
   Stage("warm-up");
-  KF_RETURN_IF_ERROR(Warmup(plan));
-  if (result_.contains("error")) return Status::Ok();
-  int threads_before = CountThreads();
-  std::vector<double> device_ms, host_ms;
+  json warm = {{"op", "warmup"}, {"sets", plan.sets}, {"runs", plan.warmup_runs}, {"ms", plan.warmup_ms}};
+  if (!Call("warm-up", warm).ok()) return Status::Ok();
+  int threads_before = ChildThreads();
+  std::vector<double> device_ms, host_ms, wall_ms;
   std::vector<int> used;
+  std::vector<uint64_t> seeds;
+  json issues = json::array();
+  std::vector<std::map<std::string, int>> seen(1);  // output hash -> timed run
+  std::vector<Sample> samples;
+  const int k = std::max(plan.timed_checks, 0);
   double start = NowMs();
   Stage("timing");
   for (int i = 0; i < plan.max_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
-    KF_RETURN_IF_ERROR(Poison(set, i % 2));
-    if (plan.flush) KF_RETURN_IF_ERROR(device_->FlushCaches());
-    KF_RETURN_IF_ERROR(device_->Synchronize());
-    Result<LaunchTiming> t = device_->Launch(Args(set));
-    if (!t.ok()) return Fail("timed run " + std::to_string(i), t.status().message());
-    device_ms.push_back(t->device_ms);
-    host_ms.push_back(t->host_ms);
+    const InputSet& in = job_.sets[set];
+    std::string stage = "timed run " + std::to_string(i);
+    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", plan.flush}};
+    uint64_t seed = FreshSeed();
+    if (plan.fresh_inputs) prep["seed"] = seed;
+    if (!Call(stage, prep).ok()) return Status::Ok();
+    double t0 = NowMs();
+    Result<Message> m = Call(stage, {{"op", "go"}}, OutputBytes(in));
+    double wall = NowMs() - t0;
+    if (!m.ok()) return Status::Ok();
+    if (m->blob.size() != OutputBytes(in)) return Fail(stage, "the candidate's process sent outputs of the wrong size");
+    device_ms.push_back(m->head.value("device_ms", 0.0));
+    host_ms.push_back(m->head.value("host_ms", 0.0));
+    wall_ms.push_back(wall);
     used.push_back(set);
+    seeds.push_back(seed);
+    // Every timed output: written, finite, and (with fresh inputs) never another run's.
+    std::string issue;
+    if (m->head.value("inputs_changed", false)) issue = "the candidate modified its inputs";
+    size_t offset = 0;
+    for (const TensorFile& t : in.outputs) {
+      if (issue.empty()) issue = CheckTimedOutput(t.shape, m->blob.data() + offset, i % 2, plan.reference_finite);
+      offset += t.shape.bytes();
+    }
+    if (issue.empty() && plan.fresh_inputs && !plan.degenerate) {
+      std::string h = HashHex(m->blob.data(), m->blob.size());
+      auto [it, fresh] = seen[0].emplace(h, i);
+      if (!fresh) issue = "outputs are byte-identical to timed run " + std::to_string(it->second) +
+                          "'s, for different inputs (a skipped or cached call)";
+    }
+    if (!issue.empty()) {
+      issues.push_back(stage + " (fresh inputs, seed " + std::to_string(seed) + "): " + issue);
+      break;
+    }
+    // A uniform random sample of k timed runs (reservoir), picked here, never told the child.
+    if (plan.fresh_inputs && k > 0) {
+      if (static_cast<int>(samples.size()) < k) {
+        samples.push_back({i, set, seed, std::move(m->blob)});
+      } else {
+        uint64_t j = RandomBelow(static_cast<uint64_t>(i) + 1);
+        if (j < static_cast<uint64_t>(k)) samples[j] = {i, set, seed, std::move(m->blob)};
+      }
+    }
     double elapsed = NowMs() - start;
     int n = i + 1;
     if (n >= plan.min_runs && (CoefficientOfVariation(device_ms) <= plan.cv_target || elapsed >= plan.budget_ms)) break;
     if (n >= 3 && elapsed >= 2 * plan.budget_ms) break;
   }
-  int last = used.back();
-  KF_RETURN_IF_ERROR(DownloadOutputs(last, TimedOutputFile));
-  json timing = {{"device_ms", device_ms}, {"host_ms", host_ms}, {"sets_used", used},
-                 {"last_set", last}, {"threads_before", threads_before},
-                 {"threads_after", CountThreads()}, {"input_hashes_after", json::object()}};
-  for (int set : plan.sets) {
-    KF_ASSIGN_OR_RETURN(std::vector<std::string> hashes, HashInputs(set));
-    timing["input_hashes_after"][std::to_string(set)] = hashes;
-    timing["input_hashes_before"][std::to_string(set)] = sets_[set].input_hashes;
+  json sample_json = json::array();
+  for (const Sample& s : samples) {
+    json files = json::object();
+    size_t offset = 0;
+    for (const TensorFile& t : job_.sets[s.set].outputs) {
+      std::string name = TimedOutputFile(s.run, t.shape.name);
+      KF_RETURN_IF_ERROR(WriteOutput(name, s.outputs.substr(offset, t.shape.bytes())));
+      files[t.shape.name] = name;
+      offset += t.shape.bytes();
+    }
+    sample_json.push_back({{"run", s.run}, {"set", s.set}, {"seed", s.seed}, {"files", files}});
+  }
+  json timing = {{"device_ms", device_ms}, {"host_ms", host_ms}, {"wall_ms", wall_ms}, {"sets_used", used},
+                 {"seeds", seeds}, {"fresh_inputs", plan.fresh_inputs}, {"issues", issues},
+                 {"samples", sample_json}, {"threads_before", threads_before}, {"threads_after", ChildThreads()}};
+  if (result_.contains("calibration")) {
+    timing["overhead_ms"] = result_["calibration"]["overhead_ms"];
+    timing["overhead_mad_ms"] = result_["calibration"]["overhead_mad_ms"];
   }
   result_["timing"] = timing;
   return Save();
 }
 
-Status JobRunner::Run() {
-  const BackendInfo* backend = FindBackend(job_.backend);
-  if (!backend) return Status::InvalidArgument("unknown backend " + job_.backend);
-  if (!backend->open) return Status::InvalidArgument("backend " + job_.backend + " runs in the Python worker, not in kforge-worker");
+void Supervisor::EndChild() {
+  if (child_ > 0) {
+    kill(child_, SIGKILL);
+    waitpid(child_, nullptr, 0);
+    child_ = -1;
+  }
+  if (sock_ >= 0) close(sock_);
+  sock_ = -1;
+  if (drain_.fd >= 0) {
+    drain_.Drain();
+    close(drain_.fd);
+    drain_.fd = -1;
+  }
+  // The candidate's own output, marked so that none of it can pass for a progress line.
+  std::string tail = drain_.tail.size() > drain_.keep_bytes ? drain_.tail.substr(drain_.tail.size() - drain_.keep_bytes) : drain_.tail;
+  for (size_t p = 0; (p = tail.find("kforge-worker:", p)) != std::string::npos; p += 14) tail[p + 13] = ';';
+  if (!tail.empty()) std::fprintf(stderr, "%s%s", tail.c_str(), tail.back() == '\n' ? "" : "\n");
+}
+
+// result.json, then its hash on stdout: the one channel the child never held.
+Status Supervisor::Finish() {
+  EndChild();
+  result_["files"] = files_;
+  if (!failed_) result_["done"] = true;
+  std::string text = result_.dump(1);
+  KF_RETURN_IF_ERROR(WriteFileAtomic(dir_ / "result.json", text));
+  Stage(failed_ ? "failed" : "done");
+  std::printf("kforge-result %s\n", Sha256Hex(text).c_str());
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+Status Supervisor::Run() {
+  KF_RETURN_IF_ERROR(StartChild());
   Stage("open device");
-  Result<std::unique_ptr<Device>> dev = backend->open(job_.device);
-  if (!dev.ok()) return Fail("open device", dev.status().message());
-  device_ = std::move(dev).value();
-  result_["fingerprint"] = device_->Fingerprint();
-  result_["llc_bytes"] = device_->LastLevelCacheBytes();
+  Result<Message> opened = Call("open device", {{"op", "open"}});
+  if (!opened.ok()) return Finish();
+  result_["fingerprint"] = opened->head["fingerprint"];
+  result_["llc_bytes"] = opened->head["llc_bytes"];
   if (job_.peaks) {
     Stage("peaks");
-    Result<Peaks> p = device_->MeasurePeaks();
-    if (!p.ok()) return Fail("peaks", p.status().message());
-    result_["peaks"] = {{"bandwidth_gbs", p->bandwidth_gbs}, {"fp32_gflops", p->fp32_gflops}, {"detail", p->detail}};
-    return Save();
+    Result<Message> p = Call("peaks", {{"op", "peaks"}});
+    if (p.ok()) result_["peaks"] = p->head["peaks"];
+    return Finish();
+  }
+  Stage("upload");
+  Result<Message> alloc = Call("upload", {{"op", "alloc"}});
+  if (!alloc.ok()) return Finish();
+  result_["input_hashes"] = alloc->head["input_hashes"];
+  if (job_.timing) {
+    Stage("calibration");
+    KF_RETURN_IF_ERROR(Calibrate());
+    if (failed_) return Finish();
   }
   Stage("load");
-  KernelSpec spec{(dir_ / job_.library).string(), job_.entry, ""};
-  if (!job_.program_source_file.empty()) {
-    KF_ASSIGN_OR_RETURN(spec.program_source, ReadFile(dir_ / job_.program_source_file));
-  }
-  Status loaded = device_->Load(spec);
-  if (!loaded.ok()) return Fail("load", loaded.message());
-  sets_.resize(job_.sets.size());
-  for (size_t s = 0; s < job_.sets.size(); ++s) {
-    Status up = Upload(static_cast<int>(s));
-    if (!up.ok()) return Fail("upload", up.message());
-  }
+  if (!Call("load", {{"op", "load"}}).ok()) return Finish();
   KF_RETURN_IF_ERROR(Save());
-  KF_RETURN_IF_ERROR(RunChecks());
-  if (!result_.contains("error") && job_.timing) KF_RETURN_IF_ERROR(RunTiming());
-  result_["precision"] = device_->PrecisionReport();
-  result_["done"] = true;
-  Stage("done");
-  return Save();
+  KF_RETURN_IF_ERROR(Checks());
+  if (!failed_ && job_.timing) KF_RETURN_IF_ERROR(Timing());
+  if (!failed_) {
+    Result<Message> p = Call("precision", {{"op", "precision"}});
+    if (p.ok()) result_["precision"] = p->head["precision"];
+  }
+  return Finish();
 }
 
 }  // namespace
 
-Status RunJob(const Job& job, const fs::path& dir) { return JobRunner(job, dir).Run(); }
+Status RunJob(const Job& job, const fs::path& dir) {
+  for (const InputSet& s : job.sets)
+    if (OutputBytes(s) > (uint64_t{1} << 40)) return Status::InvalidArgument("outputs too large");
+  if (job.timing && job.timing->sets.empty()) return Status::InvalidArgument("a timing plan needs at least one set");
+  return Supervisor(job, dir).Run();
+}
 
 Status ProbeBackend(const std::string& name) {
   const BackendInfo* backend = FindBackend(name);
