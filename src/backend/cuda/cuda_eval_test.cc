@@ -33,7 +33,7 @@ class CudaEvalTest : public ::testing::Test {
     Result<std::string> arch = DeviceArch(*runner_, *FindBackend("cuda"), 0);
     if (!arch.ok()) GTEST_SKIP() << "no usable CUDA device here: " << arch.status().message();
   }
-  Verdict Eval(const std::string& name, double timeout = 60) {
+  Verdict Eval(const std::string& name, double timeout = 60, const std::string& folder = "bad_cuda") {
     Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     EvalOptions o;
@@ -44,7 +44,8 @@ class CudaEvalTest : public ::testing::Test {
     o.timeout_seconds = timeout;
     o.baselines = false;
     o.sanitize = sanitize_;
-    Result<Verdict> v = Evaluate(*p, kData / "bad_cuda" / (name + ".cu"), o, *runner_);
+    o.static_check = folder == "bad_cuda";  // the exploits must be stopped without it
+    Result<Verdict> v = Evaluate(*p, kData / folder / (name + ".cu"), o, *runner_);
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : Verdict{};
   }
@@ -90,6 +91,34 @@ TEST_F(CudaEvalTest, GivenWorkOnAHiddenSideStreamTheHostTimeGateCatchesIt) {
 
 TEST_F(CudaEvalTest, GivenAStaleOutputReplayItIsWrongOutput) {
   EXPECT_EQ(Eval("stale_output").status, VerdictStatus::kWrongOutput);
+}
+
+// The exploit classes of docs/evaluation.md on the device, static check off.
+TEST_F(CudaEvalTest, GivenADeviceMemoryContentCacheFreshInputsMeanItNeverHits) {
+  Verdict honest = Eval("honest_slow", 60, "exploits_cuda");
+  ASSERT_EQ(honest.status, VerdictStatus::kCorrect) << honest.message;
+  Verdict v = Eval("content_cache", 60, "exploits_cuda");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_GT(v.timing->median_ms, 0.5 * honest.timing->median_ms) << "honest " << honest.timing->median_ms << " ms";
+}
+
+TEST_F(CudaEvalTest, GivenSkippedWorkReplayingADeviceStashTheTimedOutputCheckCatchesIt) {
+  Verdict v = Eval("skip_stale", 60, "exploits_cuda");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_EQ(v.gate, "timed_output") << v.message;
+}
+
+TEST_F(CudaEvalTest, GivenAPatchedEventTimerTheSupervisorsClockDecides) {
+  Verdict honest = Eval("honest_slow", 60, "exploits_cuda");
+  Verdict v = Eval("event_forge", 60, "exploits_cuda");
+  ASSERT_TRUE(v.timing.has_value()) << v.message;
+  EXPECT_LT(v.timing->device_median_ms, 0.05) << "the patch did not take: the test proves nothing";
+  if (v.status == VerdictStatus::kCorrect) {
+    EXPECT_GT(v.timing->median_ms, 0.5 * honest.timing->median_ms);
+  } else {
+    EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+    EXPECT_EQ(v.gate, "supervisor_clock") << v.message;
+  }
 }
 
 TEST_F(CudaEvalTest, GivenSanitizeTheMemcheckReportIsInTheVerdict) {
