@@ -37,7 +37,10 @@ struct EvalOptions {
   int max_runs = 300;
   double timeout_seconds = 120;          // wall clock per worker run
   uint64_t memory_bytes = 8ull << 30;    // address-space limit of the worker
-  double sol_slack = 0.8;                // measured < slack * floor is "suspicious"
+  // A median below slack x the theoretical floor is "suspicious" (the margin covers timer
+  // granularity and clocks above the reported maximum); below slack x the achievable floor
+  // the cached measured peaks are measured again first.
+  double sol_slack = 0.8;
   int timed_checks = 3;                  // timed runs (picked at random) checked against a reference
   // The source pattern check (advice: every gate holds without it; tests prove that).
   bool static_check = true;
@@ -58,14 +61,22 @@ Result<Verdict> Evaluate(const Problem& problem, const std::filesystem::path& ca
 // status is correct when they ran; failures of a baseline are warnings.
 Result<Verdict> MeasureBaselines(const Problem& problem, const EvalOptions& options, ProcessRunner& runner);
 
-// Device peaks for a backend/device, measured once and cached per device fingerprint.
+// Peaks of a backend's device, both kinds (docs/evaluation.md, section 4):
+//  - achievable: measured by kforge's peak kernels once and cached per device fingerprint;
+//    they give SOL%, and read low when the machine was busy;
+//  - theoretical: upper bounds from what the device is (cores, clocks, units), computed by
+//    the worker's probe on every call; they give the speed-of-light floor, the gate.
 struct DevicePeaks {
-  double bandwidth_gbs = 0;
-  double fp32_gflops = 0;
-  bool cached = false;
+  double bandwidth_gbs = 0;  // achievable
+  double fp32_gflops = 0;    // achievable
+  bool cached = false;       // the achievable peaks came from the cache
   nlohmann::json fingerprint;
+  // TheoreticalPeaksToJson (src/backend/theoretical_peaks.h): units, bandwidth_gbs,
+  // bandwidth_source, cache_resident_bytes, basis.
+  nlohmann::json theoretical;
 };
-// `remeasure` ignores (and replaces) the cached values.
+// `remeasure` ignores (and replaces) the cached achievable peaks. Fails when the device
+// cannot be probed or measured, or reports no theoretical peaks.
 Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
                                    bool remeasure = false);
 

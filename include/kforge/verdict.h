@@ -55,8 +55,13 @@ struct Verdict {
   nlohmann::json trials = nlohmann::json::array();  // per trial: sizes, seed, magnitude, per-output comparison
   std::optional<TimingStats> timing;
   double flops = 0, bytes = 0;     // the problem's cost at the timed size
-  double floor_ms = 0;             // speed-of-light time for this size
-  double sol_percent = 0;          // floor / median
+  // Speed of light (docs/evaluation.md, section 4) for this size:
+  double floor_ms = 0;             // from the theoretical peaks: faster is impossible (the gate)
+  double achievable_floor_ms = 0;  // from the peaks measured on this device
+  double sol_percent = 0;          // 100 x achievable_floor_ms / median
+  // How both floors were derived: `theoretical` (TheoreticalFloor::ToJson) and `achievable`
+  // (bound, gflops, bandwidth_gbs, remeasured); empty when no floor was computed.
+  nlohmann::json roofline = nlohmann::json::object();
   std::map<std::string, TimingStats> baselines;  // "reference", "seed"
   std::map<std::string, double> speedups;        // baseline time / candidate time
   nlohmann::json precision = nlohmann::json::object();

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/theoretical_peaks.h"
 #include "kforge/status.h"
 #include "kforge/tensor.h"
 
@@ -57,7 +58,8 @@ struct LaunchTiming {
   double host_ms = 0;    // host wall clock around launch and synchronize
 };
 
-// Measured device limits for the speed-of-light gate.
+// Measured (achievable) device limits: they give SOL%. The speed-of-light gate uses the
+// theoretical peaks instead (theoretical_peaks.h), which no timing can lower.
 struct Peaks {
   double bandwidth_gbs = 0;  // GB/s (1e9 bytes) from a large copy, read + write bytes
   double fp32_gflops = 0;    // GFLOP/s from an FMA loop (2 flops per FMA)
@@ -93,6 +95,8 @@ class Device {
   virtual nlohmann::json PrecisionReport() = 0;
 
   virtual Result<Peaks> MeasurePeaks() = 0;
+  // Upper bounds from what the device is (attributes, ISA, clocks), without running anything.
+  virtual Result<TheoreticalPeaks> ComputeTheoreticalPeaks() = 0;
 };
 
 }  // namespace kforge

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "eval/python_worker.h"
 #include "eval/compiler.h"
+#include "eval/roofline.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
@@ -54,10 +55,16 @@ bool CheckBackend(const BackendInfo& b, ProcessRunner& runner, bool remeasure) {
   int k = 0;
   for (const auto& d : j["devices"]) fmt::print("           device {}: {}\n", k++, d.get<std::string>());
   Result<DevicePeaks> peaks = GetDevicePeaks(b.name, 0, runner, remeasure);
-  if (peaks.ok())
-    fmt::print("           peaks of device 0: {:.1f} GB/s, {:.1f} GFLOP/s fp32 ({})\n", peaks->bandwidth_gbs,
+  if (peaks.ok()) {
+    fmt::print("           achievable peaks of device 0: {:.1f} GB/s, {:.1f} GFLOP/s fp32 ({})\n", peaks->bandwidth_gbs,
                peaks->fp32_gflops, peaks->cached ? "cached" : "measured now");
-  else
+    Result<TheoreticalPeaks> bound = TheoreticalPeaksFromJson(peaks->theoretical);
+    if (bound.ok()) {
+      FlopCeiling fp32 = FastestUnit(*bound, kStrictFp32Bits);
+      fmt::print("           theoretical peaks: {:.1f} GB/s ({}), {:.1f} GFLOP/s for strict fp32 ({} x{})\n",
+                 bound->bandwidth_gbs, bound->bandwidth_source, fp32.gflops, fp32.unit, fp32.products);
+    }
+  } else
     fmt::print("           peaks: {}\n", peaks.status().message());
   return true;
 }

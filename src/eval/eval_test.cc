@@ -197,10 +197,45 @@ TEST_F(EvalTest, GivenACompileErrorTheLogNamesTheLine) {
   EXPECT_NE(v.compiler_output.find("candidate.cc:3"), std::string::npos) << v.compiler_output;
 }
 
-TEST_F(EvalTest, GivenATimeBelowTheRooflineFloorItIsSuspicious) {
+TEST_F(EvalTest, GivenATimeBelowTheTheoreticalFloorItIsSuspicious) {
+  // 8 MB of declared traffic per element: even every core's load/store ports could not.
   Verdict v = Eval("impossible", kData / "scale" / "good.cc");
   EXPECT_EQ(v.status, VerdictStatus::kSuspicious);
   EXPECT_EQ(v.gate, "speed_of_light");
+  EXPECT_NE(v.message.find("theoretical speed-of-light floor"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("load/store ports"), std::string::npos) << v.message;
+  nlohmann::json j = v.ToJson();
+  EXPECT_GT(j["roofline"]["floor_ms"].get<double>(), 0);
+  EXPECT_GT(j["roofline"]["achievable_floor_ms"].get<double>(), j["roofline"]["floor_ms"].get<double>());
+  EXPECT_EQ(j["roofline"]["theoretical"]["bound"], "memory");
+}
+
+TEST_F(EvalTest, GivenATimeBelowTheMeasuredPeaksButAboveTheTheoreticalFloorItIsCorrectWithAWarning) {
+  // The fixture declares 16x the bytes it moves: faster than the measured bandwidth allows
+  // (as when peaks were measured on a busy machine), far slower than the theoretical floor.
+  Verdict v = Eval("fast_but_possible", kData / "scale" / "good.cc");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_GT(v.sol_percent, 100);
+  EXPECT_LT(v.floor_ms, v.timing->median_ms);
+  EXPECT_GT(v.achievable_floor_ms, v.timing->median_ms);
+  bool warned = false;
+  for (const std::string& w : v.warnings)
+    warned = warned || (w.find("faster than the achievable peaks") != std::string::npos &&
+                        w.find("the theoretical floor") != std::string::npos);
+  EXPECT_TRUE(warned) << nlohmann::json(v.warnings).dump();
+  nlohmann::json j = v.ToJson();
+  EXPECT_EQ(j["fingerprint"]["peaks"]["kind"], "achievable (measured)");
+  EXPECT_TRUE(j["fingerprint"]["theoretical_peaks"].contains("units"));
+  EXPECT_EQ(j["roofline"]["achievable"]["bound"], "memory");
+}
+
+TEST_F(EvalTest, GivenACorrectVerdictASolAbove100IsNeverSilent) {
+  Verdict v = Eval("scale", kData / "scale" / "good.cc");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_LT(v.floor_ms, v.achievable_floor_ms);  // the theoretical peaks are above the measured ones
+  bool warned = false;
+  for (const std::string& w : v.warnings) warned = warned || w.find("faster than the achievable peaks") != std::string::npos;
+  EXPECT_EQ(warned, v.sol_percent > 100) << v.sol_percent;
 }
 
 TEST_F(EvalTest, GivenAMissingCandidateFileItIsAnError) {

@@ -1,5 +1,6 @@
-// Device peaks for the speed-of-light gate, measured by kforge-worker and cached per device
-// fingerprint in <cache>/peaks/.
+// Device peaks for the speed-of-light gate: the theoretical ones from the worker's probe
+// (never cached: they cost an attribute query), the achievable ones measured by a
+// kforge-worker peaks job and cached per device fingerprint in <cache>/peaks/.
 #include "base/files.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
@@ -12,14 +13,18 @@ using nlohmann::json;
 
 Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
                                    bool remeasure) {
-  KF_ASSIGN_OR_RETURN(json probe, ProbeWorker(runner, backend));
+  KF_ASSIGN_OR_RETURN(json probe, ProbeWorker(runner, backend, device));
   if (probe.contains("error")) return Status::Unavailable(probe["error"].get<std::string>());
+  if (!probe.contains("theoretical_peaks"))
+    return Status::Unavailable("the " + backend + " device reports no theoretical peaks: " +
+                               probe.value("theoretical_peaks_error", std::string("(no reason given)")));
   json fp = probe.value("fingerprint", json::object());
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
   fs::create_directories(cache / "peaks");
   fs::path file = cache / "peaks" / (backend + "-" + std::to_string(device) + "-" + Hash128Hex(fp.dump()) + ".json");
   DevicePeaks p;
   p.fingerprint = fp;
+  p.theoretical = probe["theoretical_peaks"];
   Result<std::string> text = remeasure ? Result<std::string>(Status::NotFound("")) : ReadFile(file);
   if (text.ok()) {
     json j = json::parse(*text, nullptr, false);

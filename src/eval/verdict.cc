@@ -76,6 +76,19 @@ nlohmann::json TimingToJson(const TimingStats& t) {
   return j;
 }
 
+namespace {
+
+// ", compute: amx_int8 x3" or ", memory: load/store ports ..." for the summary line.
+std::string FloorBasis(const nlohmann::json& t) {
+  if (t.empty()) return "";
+  if (t.value("bound", "") == "compute")
+    return fmt::format(", compute: {} x{}", t.value("unit", ""), t.value("products", 1));
+  std::string source = t.value("bandwidth_source", "");
+  return ", memory: " + source.substr(0, source.find(':'));
+}
+
+}  // namespace
+
 nlohmann::json Verdict::ToJson() const {
   nlohmann::json j = {{"schema", "kforge.verdict/1"},
                       {"status", VerdictStatusName(status)},
@@ -98,7 +111,10 @@ nlohmann::json Verdict::ToJson() const {
   if (!sanitizer.empty()) j["sanitizer"] = sanitizer;
   if (timing) {
     j["timing"] = TimingToJson(*timing);
-    j["roofline"] = {{"floor_ms", floor_ms}, {"sol_percent", sol_percent}, {"flops", flops}, {"bytes", bytes}};
+    nlohmann::json r = roofline;
+    r.update({{"floor_ms", floor_ms}, {"achievable_floor_ms", achievable_floor_ms}, {"sol_percent", sol_percent},
+              {"flops", flops}, {"bytes", bytes}});
+    j["roofline"] = r;
   }
   nlohmann::json b = nlohmann::json::object();
   for (const auto& [name, t] : baselines) b[name] = TimingToJson(t);
@@ -113,7 +129,8 @@ std::string Verdict::Summary() const {
   if (timing) {
     s += fmt::format("  time     median {:.4f} ms  min {:.4f}  cv {:.1f}%  ({} runs; host median {:.4f} ms)\n",
                      timing->median_ms, timing->min_ms, 100 * timing->cv, timing->runs, timing->host_median_ms);
-    s += fmt::format("  roofline floor {:.4f} ms  SOL {:.1f}%\n", floor_ms, sol_percent);
+    s += fmt::format("  roofline floor {:.4f} ms (theoretical{})  achievable floor {:.4f} ms  SOL {:.1f}%\n", floor_ms,
+                     FloorBasis(roofline.value("theoretical", nlohmann::json::object())), achievable_floor_ms, sol_percent);
   }
   for (const auto& [name, t] : baselines) {
     auto it = speedups.find(name);

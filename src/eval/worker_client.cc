@@ -118,10 +118,10 @@ WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, cons
   return run;
 }
 
-Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend) {
+Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend, int device) {
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("probe"));
   ProcessSpec spec;
-  spec.argv = {WorkerPath().string(), "probe", backend};
+  spec.argv = {WorkerPath().string(), "probe", backend, std::to_string(device)};
   spec.cwd = dir;
   spec.env = WorkerEnv(dir);
   spec.limits.wall_seconds = 60;

@@ -43,10 +43,11 @@ struct WorkerFiles {
 Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files,
                             const Limits& limits, const std::vector<std::string>& wrapper = {});
 
-// Runs `kforge-worker probe <backend>` in the sandbox, with the environment jobs get, and
-// returns what it printed: {"backend", "devices", "fingerprint"} or {"backend", "error"}.
-// A worker that fails or prints no JSON is an Unavailable Status saying how it ended.
-Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend);
+// Runs `kforge-worker probe <backend> <device>` in the sandbox, with the environment jobs get,
+// and returns what it printed: {"backend", "devices", "fingerprint", "theoretical_peaks"} (of
+// that device) or {"backend", "error"}. A worker that fails or prints no JSON is an
+// Unavailable Status saying how it ended.
+Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend, int device = 0);
 
 // Runs a prepared worker (kforge-worker or the Python worker) whose job folder is `dir`, then
 // reads what it left: the last progress stage from stderr and result.json, possibly partial,

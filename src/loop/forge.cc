@@ -348,6 +348,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   v.flops = roof.value("flops", 0.0);
   v.bytes = roof.value("bytes", 0.0);
   v.floor_ms = roof.value("floor_ms", 0.0);
+  v.achievable_floor_ms = roof.value("achievable_floor_ms", 0.0);
   v.sol_percent = roof.value("sol_percent", 0.0);
   v.fingerprint = verdict.value("fingerprint", json::object());
   json profile = BuildProfile(v);

@@ -688,7 +688,7 @@ Status RunJob(const Job& job, const fs::path& dir) {
   return Supervisor(job, dir).Run();
 }
 
-Status ProbeBackend(const std::string& name) {
+Status ProbeBackend(const std::string& name, int device) {
   const BackendInfo* backend = FindBackend(name);
   if (!backend) return Status::InvalidArgument("unknown backend '" + name + "'; known: " + BackendNames());
   json out = {{"backend", name}};
@@ -702,9 +702,15 @@ Status ProbeBackend(const std::string& name) {
     out["error"] = devices.status().message();
   } else {
     out["devices"] = *devices;
-    Result<std::unique_ptr<Device>> dev = backend->open(0);
-    if (dev.ok()) out["fingerprint"] = (*dev)->Fingerprint();
-    else out["error"] = dev.status().message();
+    Result<std::unique_ptr<Device>> dev = backend->open(device);
+    if (dev.ok()) {
+      out["fingerprint"] = (*dev)->Fingerprint();
+      Result<TheoreticalPeaks> peaks = (*dev)->ComputeTheoreticalPeaks();
+      if (peaks.ok()) out["theoretical_peaks"] = TheoreticalPeaksToJson(*peaks);
+      else out["theoretical_peaks_error"] = peaks.status().message();
+    } else {
+      out["error"] = dev.status().message();
+    }
   }
   std::cout << out.dump() << std::endl;
   return Status::Ok();

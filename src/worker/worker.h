@@ -15,8 +15,9 @@ namespace kforge {
 // itself could not run (bad job file, no device).
 Status RunJob(const Job& job, const std::filesystem::path& dir);
 
-// Prints the devices of `backend` and the first one's fingerprint as JSON to stdout.
-Status ProbeBackend(const std::string& backend);
+// Prints the devices of `backend`, and the fingerprint and theoretical peaks of device
+// `device`, as JSON to stdout (docs/worker-protocol.md).
+Status ProbeBackend(const std::string& backend, int device = 0);
 
 }  // namespace kforge
 

@@ -1,8 +1,9 @@
 // kforge-worker: runs untrusted candidates on behalf of kforge, inside the sandbox.
 //   kforge-worker run <job-folder>      run <job-folder>/job.json
-//   kforge-worker probe <backend>       list devices as JSON
+//   kforge-worker probe <backend> [device]   list devices, device's fingerprint and theoretical peaks as JSON
 // Exit codes: 0 the job ran (its result.json says how the candidate did), 2 bad usage or job.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -11,13 +12,14 @@
 
 int main(int argc, char** argv) {
   using namespace kforge;
-  if (argc != 3 || (std::strcmp(argv[1], "run") != 0 && std::strcmp(argv[1], "probe") != 0)) {
-    std::fprintf(stderr, "usage: kforge-worker run <job-folder> | probe <backend>\n");
+  bool probe = argc >= 3 && std::strcmp(argv[1], "probe") == 0;
+  if (!(probe && argc <= 4) && !(argc == 3 && std::strcmp(argv[1], "run") == 0)) {
+    std::fprintf(stderr, "usage: kforge-worker run <job-folder> | probe <backend> [device]\n");
     return 2;
   }
   Status st;
-  if (std::strcmp(argv[1], "probe") == 0) {
-    st = ProbeBackend(argv[2]);
+  if (probe) {
+    st = ProbeBackend(argv[2], argc == 4 ? std::atoi(argv[3]) : 0);
   } else {
     std::filesystem::path dir = argv[2];
     Result<std::string> text = ReadFile(dir / "job.json");

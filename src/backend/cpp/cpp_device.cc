@@ -93,6 +93,7 @@ class CppDevice : public Device {
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
   nlohmann::json PrecisionReport() override { return nlohmann::json::object(); }
   Result<Peaks> MeasurePeaks() override;
+  Result<TheoreticalPeaks> ComputeTheoreticalPeaks() override { return CpuTheoreticalPeaks(ReadHostCpuFacts()); }
 
  private:
   void* Data(BufferId b) { return b < 0 ? nullptr : buffers_[b]; }

@@ -54,6 +54,7 @@ class CudaDevice : public Device {
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
   nlohmann::json PrecisionReport() override;
   Result<Peaks> MeasurePeaks() override;
+  Result<TheoreticalPeaks> ComputeTheoreticalPeaks() override;
 
  private:
   struct CudaArgs {
@@ -358,7 +359,10 @@ Result<Peaks> CudaDevice::MeasurePeaks() {
     api_.ModuleGetFunction(&mma, module, "kf_mma_bf16");
   }
   KF_ASSIGN_OR_RETURN(p.bandwidth_gbs, PeakBandwidth(copy));
-  double theoretical = 2.0 * 128 * Attr(cu::kAttrSmCount) * Attr(cu::kAttrClockRateKhz) * 1e3 / 1e9;
+  KF_ASSIGN_OR_RETURN(TheoreticalPeaks bound, ComputeTheoreticalPeaks());
+  double theoretical = 0;  // the CUDA cores' fp32 rate
+  for (const ComputeUnit& u : bound.units)
+    if (u.precision_bits >= 24) theoretical = std::max(theoretical, u.gops);
   p.detail = {{"bandwidth", copy ? "best of 5 runs of kf_copy (peaks.cu, float4 grid-stride) over 16x L2 (>= 1 GiB), read+write bytes"
                                  : "best of 5 cuMemcpyDtoDAsync over 16x L2 (>= 1 GiB), read+write bytes (no peaks PTX in this build)"},
               {"fp32_theoretical_gflops", theoretical}};
@@ -367,7 +371,7 @@ Result<Peaks> CudaDevice::MeasurePeaks() {
     p.detail["fp32"] = "best of 3 runs of kf_fma (peaks.cu): 8 FMA chains per thread, 8 blocks of 256 per SM";
   } else {
     p.fp32_gflops = theoretical;
-    p.detail["fp32"] = "theoretical: 128 FP32 lanes x 2 flops x SMs x clock (no peaks PTX in this build)";
+    p.detail["fp32"] = "theoretical: FP32 lanes x 2 flops x SMs x clock (no peaks PTX in this build)";
   }
   if (mma) {
     Result<double> t = PeakMma(mma);
@@ -375,6 +379,20 @@ Result<Peaks> CudaDevice::MeasurePeaks() {
     p.detail["tensor_bf16"] = t.ok() ? "best of 3 runs of kf_mma_bf16 (mma.sync m16n8k16, fp32 accumulate)" : t.status().message();
   }
   return p;
+}
+
+Result<TheoreticalPeaks> CudaDevice::ComputeTheoreticalPeaks() {
+  NvidiaGpuFacts f;
+  f.cc_major = Attr(cu::kAttrComputeMajor);
+  f.cc_minor = Attr(cu::kAttrComputeMinor);
+  f.sm_count = Attr(cu::kAttrSmCount);
+  f.clock_mhz = Attr(cu::kAttrClockRateKhz) / 1e3;
+  f.memory_clock_mhz = Attr(cu::kAttrMemoryClockKhz) / 1e3;
+  f.memory_bus_bits = Attr(cu::kAttrMemoryBusWidth);
+  f.l2_bytes = Attr(cu::kAttrL2CacheBytes);
+  if (f.sm_count <= 0 || f.cc_major <= 0)
+    return Status::Unavailable("the CUDA driver reports no SM count or compute capability for device " + std::to_string(index_));
+  return NvidiaTheoreticalPeaks(f);
 }
 
 Result<int> DeviceCount(const cu::Api& api) {

@@ -20,6 +20,10 @@ const char kPeaksSource[] =
 #include "backend/opencl/peaks.cl.inc"
     ;
 
+// cl_nv_device_attribute_query: the compute capability of an NVIDIA device.
+constexpr cl_device_info kComputeCapabilityMajorNv = 0x4000;
+constexpr cl_device_info kComputeCapabilityMinorNv = 0x4001;
+
 // Options that loosen IEEE semantics; recorded and policed per problem.
 const char* const kFastMathOptions[] = {"-cl-fast-relaxed-math", "-cl-unsafe-math-optimizations",
                                         "-cl-finite-math-only", "-cl-no-signed-zeros",
@@ -112,6 +116,7 @@ class OpenClDevice : public Device {
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
   nlohmann::json PrecisionReport() override;
   Result<Peaks> MeasurePeaks() override;
+  Result<TheoreticalPeaks> ComputeTheoreticalPeaks() override;
 
   // The ABI's kernel() callback lands here.
   cl_kernel GetKernel(const char* source, const char* options, const char* name);
@@ -452,6 +457,29 @@ Result<Peaks> OpenClDevice::MeasurePeaks() {
   KF_ASSIGN_OR_RETURN(p.fp32_gflops, PeakFma());
   p.detail = {{"bandwidth", "max of kf_copy (read+write bytes) and kf_read (read bytes) in peaks.cl over 8x the cache, best of 5 runs each"},
               {"fp32", "best of 3 runs of kf_fma (peaks.cl): 16 float4 FMA chains per work-item"}};
+  return p;
+}
+
+// A CPU device (PoCL and the like) runs on the host's cores, so it gets the host CPU's bound;
+// an NVIDIA device its architecture's row (OpenCL has no memory-bus attributes: the ports
+// bound); any other device generous per-compute-unit rates.
+Result<TheoreticalPeaks> OpenClDevice::ComputeTheoreticalPeaks() {
+  if (DeviceValue<cl_device_type>(ref_.device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU)
+    return CpuTheoreticalPeaks(ReadHostCpuFacts());
+  int units = static_cast<int>(DeviceValue<cl_uint>(ref_.device, CL_DEVICE_MAX_COMPUTE_UNITS));
+  double mhz = DeviceValue<cl_uint>(ref_.device, CL_DEVICE_MAX_CLOCK_FREQUENCY);
+  TheoreticalPeaks p;
+  if (DeviceString(ref_.device, CL_DEVICE_EXTENSIONS).find("cl_nv_device_attribute_query") != std::string::npos) {
+    NvidiaGpuFacts f;
+    f.cc_major = static_cast<int>(DeviceValue<cl_uint>(ref_.device, kComputeCapabilityMajorNv));
+    f.cc_minor = static_cast<int>(DeviceValue<cl_uint>(ref_.device, kComputeCapabilityMinorNv));
+    f.sm_count = units;
+    f.clock_mhz = mhz;
+    p = NvidiaTheoreticalPeaks(f);
+  } else {
+    p = GenericAcceleratorTheoreticalPeaks(units, mhz);
+  }
+  p.basis["native_vector_width_float"] = DeviceValue<cl_uint>(ref_.device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
   return p;
 }
 
