@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 
 #include <gtest/gtest.h>
 
 #include "backend/registry.h"
+#include "backend/theoretical_peaks.h"
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "eval/compiler.h"
@@ -64,6 +66,23 @@ TEST_F(CudaEvalTest, GivenACorrectKernelItIsJudgedCorrectWithResourcesAndFingerp
   EXPECT_EQ(j["fingerprint"]["device"]["arch"], j["fingerprint"]["arch"]);
   EXPECT_GT(j["fingerprint"]["device"]["l2_bytes"].get<int64_t>(), 0);
   EXPECT_GT(j["precision"]["persisting_l2_resets"].get<int>() + 1, 0);
+}
+
+// The driver's attributes through the per-arch table: above what kforge's peak kernels measure
+// (prints both, for docs/evaluation.md).
+TEST_F(CudaEvalTest, GivenTheDeviceItsTheoreticalPeaksAreAboveTheMeasuredOnes) {
+  Result<DevicePeaks> peaks = GetDevicePeaks("cuda", 0, *runner_);
+  ASSERT_TRUE(peaks.ok()) << peaks.status().ToString();
+  Result<TheoreticalPeaks> bound = TheoreticalPeaksFromJson(peaks->theoretical);
+  ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+  std::cout << "theoretical: " << peaks->theoretical.dump() << "\nmeasured: " << peaks->bandwidth_gbs << " GB/s, "
+            << peaks->fp32_gflops << " GFLOP/s fp32\n";
+  EXPECT_TRUE(bound->basis.value("table_row", false)) << "add this architecture to LookUpSmRates";
+  EXPECT_NE(bound->bandwidth_source.find("dram"), std::string::npos);
+  EXPECT_GE(bound->bandwidth_gbs, peaks->bandwidth_gbs);
+  ASSERT_FALSE(bound->units.empty());
+  EXPECT_GE(bound->units[0].gops, peaks->fp32_gflops);  // the CUDA cores
+  EXPECT_GT(FastestUnit(*bound, 14).gflops, bound->units[0].gops);  // tensor cores beat them at fp32 accuracy
 }
 
 TEST_F(CudaEvalTest, GivenAWildPointerItIsARuntimeErrorNamingTheDeviceError) {
