@@ -38,6 +38,9 @@ struct EvalOptions {
   double timeout_seconds = 120;          // wall clock per worker run
   uint64_t memory_bytes = 8ull << 30;    // address-space limit of the worker
   double sol_slack = 0.8;                // measured < slack * floor is "suspicious"
+  // The static check of the candidate's source (EVALUATION.md section 5). Off only to test that
+  // the runtime gates hold on their own (`kforge eval --no-static-check`).
+  bool static_check = true;
   // Advisory reports (docs/profiling.md); they never change the status.
   bool profile = false;                  // Nsight Compute metrics of one call -> verdict.profile
   bool sanitize = false;                 // compute-sanitizer memcheck of one call -> verdict.sanitizer

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -137,8 +139,162 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
   spec.limits = limits;
   if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
   WorkerRun run = RunPreparedWorker(runner, spec, dir);
+  VerifyPythonResult(&run);
   run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
+}
+
+// --- SHA-256 (FIPS 180-4). ---------------------------------------------------------------------
+
+namespace {
+
+constexpr uint32_t kSha256K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+void Sha256Block(const unsigned char* p, uint32_t* h) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i)
+    w[i] = uint32_t{p[4 * i]} << 24 | uint32_t{p[4 * i + 1]} << 16 | uint32_t{p[4 * i + 2]} << 8 | p[4 * i + 3];
+  for (int i = 16; i < 64; ++i) {
+    uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int i = 0; i < 64; ++i) {
+    uint32_t t1 = hh + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + kSha256K[i] + w[i];
+    uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+  }
+  h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
+
+}  // namespace
+
+std::string Sha256Hex(const std::string& data) {
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  size_t full = data.size() / 64 * 64;
+  for (size_t i = 0; i < full; i += 64) Sha256Block(p + i, h);
+  // The tail, a 1 bit, zeros, and the length in bits (big-endian) fill one or two last blocks.
+  unsigned char tail[128] = {};
+  size_t rest = data.size() - full;
+  std::memcpy(tail, p + full, rest);
+  tail[rest] = 0x80;
+  size_t blocks = rest + 9 > 64 ? 2 : 1;
+  uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  for (size_t b = 0; b < blocks; ++b) Sha256Block(tail + 64 * b, h);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (uint32_t x : h)
+    for (int s = 28; s >= 0; s -= 4) out += kHex[(x >> s) & 0xf];
+  return out;
+}
+
+// --- What the supervisor wrote, verified. ------------------------------------------------------
+
+namespace {
+
+// The hash on the supervisor's last stdout line, "kforge-result <hex>"; empty when absent.
+std::string PrintedResultHash(const std::string& out) {
+  const std::string tag = "kforge-result ";
+  size_t end = out.find_last_not_of("\n");
+  if (end == std::string::npos) return "";
+  size_t start = out.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::string line = out.substr(start, end + 1 - start);
+  if (line.rfind(tag, 0) != 0) return "";
+  std::string hex = line.substr(tag.size());
+  bool ok = hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c)); });
+  return ok ? hex : "";
+}
+
+// Empty when result.json and every listed file match their hashes, else what did not.
+std::string VerifiedCopy(const WorkerRun& run, const std::string& hash, const fs::path& to) {
+  Result<std::string> text = ReadFile(run.dir / "result.json");
+  if (!text.ok()) return "result.json is missing";
+  if (Sha256Hex(*text) != hash) return "result.json does not match the SHA-256 the worker printed (it was rewritten after the worker wrote it)";
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "result.json is not a JSON object";
+  const json listed = j.value("files", json::object());
+  for (const auto& [name, want] : listed.items()) {
+    if (name.find('/') != std::string::npos || name == ".." || !want.is_string()) return "result.json lists a bad file name: " + name;
+    Result<std::string> bytes = ReadFile(run.dir / name);
+    if (!bytes.ok() || Sha256Hex(*bytes) != want.get<std::string>())
+      return "output file " + name + " was changed or removed after the worker wrote it";
+    if (!WriteFile(to / name, bytes->data(), bytes->size()).ok()) return "cannot copy " + name;
+  }
+  if (!WriteFile(to / "result.json", text->data(), text->size()).ok()) return "cannot copy result.json";
+  return "";
+}
+
+}  // namespace
+
+void VerifyPythonResult(WorkerRun* run) {
+  const std::string hash = PrintedResultHash(run->process.out);
+  const bool exited = run->process.Succeeded();
+  std::string problem = hash.empty() ? "the worker printed no result hash (kforge-result line)" : "";
+  Result<fs::path> fresh = MakeTempDir("pyresult");
+  if (problem.empty() && !fresh.ok()) problem = fresh.status().message();
+  if (problem.empty()) problem = VerifiedCopy(*run, hash, *fresh);
+  if (problem.empty()) {
+    Result<std::string> text = ReadFile(*fresh / "result.json");
+    run->result = json::parse(text.ok() ? *text : "", nullptr, false);
+    if (run->result.is_discarded()) run->result = json::object();
+  } else {
+    run->result = json::object();
+    if (exited) run->result["error"] = {{"stage", "integrity"}, {"message", problem}};
+  }
+  if (!fresh.ok()) return;
+  if (!std::getenv("KFORGE_KEEP_TEMP")) {
+    std::error_code ec;
+    fs::remove_all(run->dir, ec);
+  }
+  run->dir = *fresh;
+}
+
+// --- Timing. -----------------------------------------------------------------------------------
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Result<PythonTiming> ParsePythonTiming(const json& timing) {
+  PythonTiming t;
+  auto read = [&](const char* key, std::vector<double>* out) {
+    const json v = timing.value(key, json());
+    if (!v.is_array()) return false;
+    for (const json& x : v) {
+      if (!x.is_number()) return false;
+      out->push_back(x.get<double>());
+    }
+    return true;
+  };
+  bool ok = read("device_ms", &t.device_ms) && read("host_ms", &t.host_ms) && read("wall_ms", &t.wall_ms) &&
+            read("prepare_ms", &t.prepare_ms) && read("collect_ms", &t.collect_ms);
+  const size_t n = t.device_ms.size();
+  if (!ok || n == 0 || t.host_ms.size() != n || t.wall_ms.size() != n || t.prepare_ms.size() != n ||
+      t.collect_ms.size() != n || !timing.value("overhead_ms", json()).is_number())
+    return Status::Internal("the Python worker's timing lacks device_ms, host_ms, wall_ms, prepare_ms, collect_ms or overhead_ms");
+  t.overhead_ms = timing["overhead_ms"].get<double>();
+  const json cal = timing.value("calibration", json::object());
+  t.calibration_prepare_ms = cal.value("prepare_ms", 0.0);
+  t.calibration_collect_ms = cal.value("collect_ms", 0.0);
+  for (size_t i = 0; i < n; ++i) t.effective_ms.push_back(std::max(t.device_ms[i], t.wall_ms[i] - t.overhead_ms));
+  return t;
 }
 
 void AddPythonStages(const std::string& prefix, const WorkerRun& run, json* stages) {
