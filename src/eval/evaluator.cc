@@ -823,6 +823,12 @@ Result<bool> Evaluation::RunPythonCandidate() {
   bool checks_done = run.result.contains("checks") && run.result["checks"].size() == trials_.size();
   bool ok = checks_done ? CheckTrials(run) && ProcessEnded(run) : ProcessEnded(run) && CheckTrials(run);
   ok = ok && CheckPrecision(run);
+  // Threads started when the candidate was imported are there before its first run, where the
+  // thread gates start counting; on a CPU device such a thread can work during the untimed steps.
+  const int before_load = run.result.value("threads_before_load", 0), after_checks = run.result.value("threads_after_checks", 0);
+  if (ok && before_load > 0 && after_checks > before_load)
+    verdict_.warnings.push_back("the candidate's process has " + std::to_string(after_checks - before_load) +
+                                " more thread(s) after its checks than before it was loaded");
   Result<bool> timed = ok && options_.timing ? CheckPythonTiming(run) : Result<bool>(ok);
   Cleanup(run);
   return timed;

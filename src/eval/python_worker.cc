@@ -27,6 +27,10 @@ std::string PythonInterpreter() {
 
 fs::path PythonWorkerScript() { return DataDir() / "python" / "kforge_pyworker.py"; }
 
+std::map<std::string, fs::path> PythonWorkerFiles() {
+  return {{"kforge_pyworker.py", PythonWorkerScript()}, {"kforge_pychild.py", DataDir() / "python" / "kforge_pychild.py"}};
+}
+
 namespace {
 
 constexpr uint32_t kBaselineUid = 65533;
@@ -91,8 +95,10 @@ Result<json> ProbePython(ProcessRunner& runner) {
   if (!cached.is_null()) return cached;
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyprobe"));
   std::error_code ec;
-  fs::copy_file(PythonWorkerScript(), dir / "kforge_pyworker.py", ec);
-  if (ec) return Status::NotFound("the Python worker " + PythonWorkerScript().string() + " is missing: " + ec.message());
+  for (const auto& [name, from] : PythonWorkerFiles()) {
+    fs::copy_file(from, dir / name, ec);
+    if (ec) return Status::NotFound("the Python worker " + from.string() + " is missing: " + ec.message());
+  }
   ProcessSpec spec;
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "probe"};
   spec.cwd = dir;
@@ -122,7 +128,7 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
                                   const Limits& limits) {
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyjob"));
   std::map<std::string, fs::path> copies = files.copies;
-  copies["kforge_pyworker.py"] = PythonWorkerScript();
+  for (const auto& [name, from] : PythonWorkerFiles()) copies[name] = from;
   for (const auto& [name, from] : copies) {
     std::error_code ec;
     fs::copy_file(from, dir / name, fs::copy_options::overwrite_existing, ec);
