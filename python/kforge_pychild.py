@@ -770,7 +770,7 @@ class Child:
         else:
             self.poison(j, 0)
             fn = self.function(j, inp)
-        if self.spec["timing"].get("flush", True):
+        if self.spec["timing"].get("flush", True) and msg.get("flush", True):
             self.device.flush()
         self.device.sync()
         self.pending = (j, null, fn, clones)
