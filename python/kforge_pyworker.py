@@ -4,377 +4,159 @@
 The C++ orchestrator starts it in the same sandbox as kforge-worker and talks the protocol in
 docs/python-worker.md: it writes job.json (and input files) into a private folder, runs
 `python3 kforge_pyworker.py run <folder>` there, and reads result.json plus raw output files.
-The worker reports raw data only (outputs, checksums, timings, thread counts); the
-orchestrator compares and judges. `probe` prints what this interpreter can do.
+`probe` prints what this interpreter can do.
+
+Two processes do a job. The supervisor (this process) never imports or runs candidate code: it
+forks a child (kforge_pychild.py) that builds the model, imports the candidate, runs checks and
+timed runs on command over a socket pair, and sends back raw bytes and its own (untrusted)
+timers. The supervisor keeps the trusted clock, draws the seeds of the fresh inputs of every
+timed run, checks every timed output, writes every file and result.json, kills the child and,
+as its last act, prints `kforge-result <SHA-256 of result.json>` on its stdout, which the child
+never holds. The worker draws no verdicts: the orchestrator compares and judges.
 
 This is the only Python in kforge; it needs PyTorch, and Triton for Triton candidates.
 """
-import copy
+import ctypes
 import hashlib
-import inspect
 import json
 import os
 import re
+import secrets
+import signal
+import socket
+import statistics
 import sys
+import tempfile
+import threading
 import time
 import traceback
-import types
+
+from kforge_pychild import ELEMENT_SIZE, POISON, Channel, ChildGone, WorkerError, child_main, thread_count
 
 STDERR_TAG = "kforge-worker: "
-MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
+NULL_RUNS = 20  # calibration runs of the command path before the candidate loads (at most)
+FLUSH_EVERY = 4  # null runs flush the cache in every FLUSH_EVERY-th run only
+PR_SET_DUMPABLE = 4
+CHILD_OUTPUT_TAIL = 64 << 10  # bytes of the child's stdout/stderr kept and passed on
+CHILD_OUTPUT_CAP = 64 << 20  # more than this from the child is a flood: it is killed
 
 
-STARTED = time.perf_counter()
-STAGE_SECONDS = {}  # seconds since start at which each stage began; reported as stage_seconds
-_last = ["start", STARTED]
+# --- Files in the job folder: written atomically, each with its SHA-256. ----------------------
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 
 
-def stage(name):
-    now = time.perf_counter()
-    STAGE_SECONDS[_last[0]] = STAGE_SECONDS.get(_last[0], 0.0) + now - _last[1]
-    _last[0], _last[1] = name.split(" set ")[0], now
-    print(STDERR_TAG + name, file=sys.stderr, flush=True)
+class FileSink:
+    """Streams bytes into <folder>/<name> through a fresh temporary file (O_EXCL, random name,
+    so nothing prepared in the folder can redirect the write); close() renames it into place and
+    returns the SHA-256 of what was written."""
 
+    def __init__(self, folder, name):
+        if not SAFE_NAME.match(name) or name in ("result.json", "job.json"):
+            raise WorkerError("run", "refusing to write a file named %r" % name)
+        self.path = os.path.join(folder, name)
+        fd, self.tmp = tempfile.mkstemp(dir=folder, prefix=".kf-")
+        self.f = os.fdopen(fd, "wb")
+        self.sha = hashlib.sha256()
 
-class WorkerError(Exception):
-    """A failure of the candidate (or the problem) at a named stage."""
+    def __call__(self, chunk):
+        self.sha.update(chunk)
+        self.f.write(chunk)
 
-    def __init__(self, stage_name, message):
-        super().__init__(message)
-        self.stage = stage_name
+    def close(self):
+        self.f.close()
+        os.replace(self.tmp, self.path)
+        return self.sha.hexdigest()
 
-
-# --- Results: rewritten atomically after every step, so a crash keeps what was done. -----------
 
 class Results:
+    """result.json, rewritten atomically after every step so that a crash keeps what was done;
+    `files` lists the SHA-256 of every other file the supervisor wrote."""
+
     def __init__(self, folder):
-        self.path = os.path.join(folder, "result.json")
-        self.data = {}
+        self.folder = folder
+        self.data = {"files": {}}
+        self.last = b""
 
     def save(self):
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.data, f)
-        os.replace(tmp, self.path)
+        self.last = json.dumps(self.data).encode()
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".kf-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(self.last)
+        os.replace(tmp, os.path.join(self.folder, "result.json"))
+
+    def write(self, name, chunks):
+        sink = FileSink(self.folder, name)
+        for c in chunks:
+            sink(c)
+        self.data["files"][name] = sink.close()
 
 
-# --- Tensors. --------------------------------------------------------------------------------
+# --- The supervisor. -------------------------------------------------------------------------
 
-def torch_dtypes():
-    import torch
-    return {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-            "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64}
+class OutputProbe:
+    """What the supervisor learns from one output's bytes as they arrive: their SHA-256, how many
+    elements are NaN/Inf and how many still hold the poison pattern; keeps them when asked."""
 
+    def __init__(self, dtype, poison_bits, keep):
+        import numpy
+        self.np = numpy
+        self.dtype, self.keep = dtype, keep
+        self.sha = hashlib.sha256()
+        self.nonfinite = self.poisoned = self.nbytes = 0
+        self.chunks = []
+        width = ELEMENT_SIZE[dtype]
+        self.view = {2: numpy.uint16, 4: numpy.uint32, 8: numpy.uint64}[width]
+        self.exp = {"float32": 0x7f800000, "float64": 0x7ff0000000000000, "float16": 0x7c00,
+                    "bfloat16": 0x7f80}.get(dtype)
+        self.poison = None if poison_bits is None else poison_bits & ((1 << (8 * width)) - 1)
 
-def dtype_name(dt):
-    for name, t in torch_dtypes().items():
-        if t == dt:
-            return name
-    raise WorkerError("describe", "unsupported tensor dtype %s (kforge handles float32, float64, "
-                      "float16, bfloat16, int32, int64)" % dt)
+    def __call__(self, chunk):
+        self.nbytes += len(chunk)
+        self.sha.update(chunk)
+        if self.keep:
+            self.chunks.append(bytes(chunk))
+        if self.exp is None and self.poison is None:
+            return
+        a = self.np.frombuffer(chunk, dtype=self.view)
+        if self.exp is not None:
+            self.nonfinite += int(self.np.count_nonzero((a & self.view(self.exp)) == self.view(self.exp)))
+        if self.poison is not None:
+            self.poisoned += int(self.np.count_nonzero(a == self.view(self.poison)))
 
-
-def tensor_bytes(t):
-    import torch
-    t = t.detach().contiguous().cpu()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.view(torch.int16)
-    return t.numpy().tobytes()
-
-
-def tensor_hash(t):
-    return hashlib.blake2b(tensor_bytes(t), digest_size=8).hexdigest()
-
-
-def read_tensor(folder, desc, device):
-    import numpy
-    import torch
-    dt = torch_dtypes()[desc["dtype"]]
-    raw = open(os.path.join(folder, desc["file"]), "rb").read()
-    if dt in (torch.bfloat16, torch.float16):
-        t = torch.from_numpy(numpy.frombuffer(raw, dtype=numpy.int16).copy()).view(dt)
-    else:
-        npdt = {torch.float32: numpy.float32, torch.float64: numpy.float64,
-                torch.int32: numpy.int32, torch.int64: numpy.int64}[dt]
-        t = torch.from_numpy(numpy.frombuffer(raw, dtype=npdt).copy())
-    return t.reshape(desc["dims"]).to(device)
+    def digest(self):
+        return self.sha.hexdigest()
 
 
-def write_tensor(folder, name, t):
-    with open(os.path.join(folder, name), "wb") as f:
-        f.write(tensor_bytes(t))
-
-
-POISON = {  # bit patterns, as in src/worker/protocol.cc
-    "float32": (0x7fc0dead, 0xffc0beef), "float64": (0x7ff80000dead0001, 0xfff80000beef0002),
-    "float16": (0x7e01, 0xfe02), "bfloat16": (0x7fc1, 0xffc2),
-    "int32": (-0x7ead1234, 0x5eed5eed), "int64": (-0x7ead12345678, 0x5eed5eed5eed),
-}
-GUARD_ELEMENTS = 1024
-
-
-def poison_fill(t, name, which):
-    import torch
-    bits = POISON[name][which]
-    int_view = {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
-                torch.bfloat16: torch.int16, torch.int32: torch.int32, torch.int64: torch.int64}
-    width = t.element_size() * 8
-    if bits >= 1 << (width - 1):
-        bits -= 1 << width
-    t.view(int_view[t.dtype]).fill_(bits)
-
-
-# --- Loading problems and candidates. ---------------------------------------------------------
-
-CONSTANT_RE = r"^({name})[ \t]*(?::[^=\n]*)?=[^\n]*$"
-
-
-def module_constants(source):
-    """Top-level `name = <int or float literal>` lines: the problem's size constants."""
-    out = {}
-    for m in re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*([-+]?[0-9][0-9_.eE+-]*)[ \t]*(#.*)?$",
-                         source, re.M):
-        text = m.group(2)
-        try:
-            out[m.group(1)] = int(text)
-        except ValueError:
-            try:
-                out[m.group(1)] = float(text)
-            except ValueError:
-                pass
-    return out
-
-
-def load_module(path, name, overrides=None):
-    """Executes a Python file as a fresh module. Overrides replace top-level constant lines in
-    the source before it runs, so constants derived from them follow."""
-    source = open(path).read()
-    constants = module_constants(source)
-    for key, value in (overrides or {}).items():
-        if key not in constants:
-            raise WorkerError("load", "'%s' is not a module-level constant of %s; its constants are: %s"
-                              % (key, os.path.basename(path), ", ".join(sorted(constants)) or "none"))
-        source = re.sub(CONSTANT_RE.format(name=re.escape(key)), "%s = %r" % (key, value), source,
-                        count=1, flags=re.M)
-    module = types.ModuleType(name)
-    module.__file__ = path
-    sys.modules[name] = module
-    exec(compile(source, path, "exec"), module.__dict__)
-    return module
-
-
-def param_name(qualified, taken):
-    base = re.sub(r"[^A-Za-z0-9_]", "_", qualified)
-    name = base
-    while name in taken:
-        name += "_param"
-    taken.add(name)
-    return name
-
-
-class Instance:
-    """One KernelBench problem at one size assignment and seed: model, inputs, names."""
-
-    def __init__(self, module, seed, magnitude, device, model=None):
-        import torch
-        self.module = module
-        torch.manual_seed(MODEL_SEED)
-        self.init_inputs = list(module.get_init_inputs())
-        torch.manual_seed(MODEL_SEED)
-        # The module's own mode (training, as constructed), as KernelBench runs it: BatchNorm uses
-        # batch statistics. Every forward call is preceded by torch.manual_seed(seed) so that
-        # random operations (dropout) draw the same numbers in the reference and the candidate.
-        # Sets with the same constants share one model (its parameters depend only on them).
-        self.model = model if model is not None else module.Model(*self.init_inputs)
-        self.seed = seed
-        torch.manual_seed(seed)
-        args = list(module.get_inputs())
-        try:
-            names = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
-        except (TypeError, ValueError):
-            names = []
-        if len(names) != len(args) or any(n.startswith("*") for n in names):
-            names = ["x%d" % i for i in range(len(args))]
-        self.arg_names = names
-        self.args = []
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.is_floating_point():
-                a = a * magnitude
-            self.args.append(a.to(device) if isinstance(a, torch.Tensor) else a)
-        self.model.to(device)
-        taken = set(self.arg_names)
-        self.params = []  # (name, kind, qualified, tensor)
-        for q, p in self.model.named_parameters():
-            self.params.append((param_name(q, taken), "param", q, p.data))
-        for q, b in self.model.named_buffers():
-            self.params.append((param_name(q, taken), "buffer", q, b))
-
-    def tensor_inputs(self):
-        """(name, kind, tensor) for every tensor the computation reads."""
-        import torch
-        out = [(n, "input", a) for n, a in zip(self.arg_names, self.args) if isinstance(a, torch.Tensor)]
-        return out + [(n, k, t) for n, k, _, t in self.params]
-
-
-def as_outputs(result):
-    import torch
-    if isinstance(result, torch.Tensor):
-        return [("out", result)]
-    if isinstance(result, (tuple, list)) and all(isinstance(r, torch.Tensor) for r in result):
-        return [("out%d" % i, r) for i, r in enumerate(result)]
-    raise WorkerError("run", "forward returned %s; kforge compares tensors or tuples of tensors"
-                      % type(result).__name__)
-
-
-# --- The device: synchronisation, timers, cache flush. ---------------------------------------
-
-class Device:
-    def __init__(self, spec):
-        import torch
-        self.spec = spec
-        self.cuda = spec.startswith("cuda")
-        self.torch = torch
-        if self.cuda:
-            if not torch.cuda.is_available():
-                raise WorkerError("device", "PyTorch sees no CUDA device (torch %s, CUDA %s); run on a "
-                                  "machine with an NVIDIA GPU or use --device cpu" % (torch.__version__, torch.version.cuda))
-            self.index = int(spec.split(":")[1]) if ":" in spec else 0
-            torch.cuda.set_device(self.index)
-            props = torch.cuda.get_device_properties(self.index)
-            l2 = getattr(props, "L2_cache_size", 50 << 20)
-            self.llc = l2
-            self.reset_persisting_l2()
-        else:
-            self.llc = cpu_llc_bytes()
-        self.flush_buffer = None
-
-    def reset_persisting_l2(self):
-        """cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0): a persisting window would
-        survive the flush."""
-        import ctypes
-        self.l2_reset = False
-        for lib in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
-            try:
-                rt = ctypes.CDLL(lib)
-                self.l2_reset = rt.cudaDeviceSetLimit(0x06, ctypes.c_size_t(0)) == 0
-                break
-            except OSError:
-                continue
-
-    def sync(self):
-        if self.cuda:
-            self.torch.cuda.synchronize()
-
-    def flush(self):
-        if self.flush_buffer is None:
-            n = max(2 * self.llc, 64 << 20) // 4
-            self.flush_buffer = self.torch.empty(n, dtype=self.torch.float32, device=self.spec)
-        self.flush_buffer.fill_(1.0)
-        self.sync()
-
-    def fingerprint(self):
-        t = self.torch
-        fp = {"python": sys.version.split()[0], "torch": t.__version__, "device": self.spec}
-        if self.cuda:
-            props = t.cuda.get_device_properties(self.index)
-            fp.update({"name": props.name, "cuda": t.version.cuda,
-                       "compute_capability": "%d.%d" % (props.major, props.minor),
-                       "memory_bytes": props.total_memory, "l2_bytes": self.llc,
-                       "persisting_l2_reset": self.l2_reset})
-        else:
-            fp.update({"name": cpu_name(), "threads": t.get_num_threads(), "llc_bytes": self.llc})
-        try:
-            import triton
-            fp["triton"] = triton.__version__
-        except Exception:
-            pass
-        return fp
-
-    def timed_call(self, fn):
-        """Runs fn once between device timers; returns (output, device_ms, host_ms)."""
-        t = self.torch
-        if self.cuda:
-            start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-            h0 = time.perf_counter()
-            start.record()
-            out = fn()
-            end.record()
-            t.cuda.synchronize()
-            h1 = time.perf_counter()
-            return out, start.elapsed_time(end), (h1 - h0) * 1e3
-        h0 = time.perf_counter()
-        out = fn()
-        h1 = time.perf_counter()
-        return out, (h1 - h0) * 1e3, (h1 - h0) * 1e3
-
-
-def cpu_llc_bytes():
-    best = 0
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for entry in os.listdir(base):
-            try:
-                text = open(os.path.join(base, entry, "size")).read().strip()
-                mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
-                best = max(best, int(text.rstrip("KM")) * mult)
-            except (OSError, ValueError):
-                pass
-    except OSError:
-        pass
-    return best or 32 << 20
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "cpu"
-
-
-def thread_count():
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def precision_state(torch):
-    state = {"float32_matmul_precision": torch.get_float32_matmul_precision()
-             if hasattr(torch, "get_float32_matmul_precision") else "highest"}
-    if torch.cuda.is_available():
-        state["tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
-        state["tf32_cudnn"] = bool(torch.backends.cudnn.allow_tf32)
-        state["fp16_reduced_precision_reduction"] = bool(
-            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
-    return state
-
-
-# --- Jobs. -----------------------------------------------------------------------------------
-
-class Job:
+class Supervisor:
     def __init__(self, folder):
         self.folder = folder
         with open(os.path.join(folder, "job.json")) as f:
             self.spec = json.load(f)
-        self.results = Results(folder)
-        self.modules = {}
-        self.models = {}
-        self.models64 = {}
-        self.new_models = {}
-        self.hashes = {}
-        self.copies = {}
+        self.res = Results(folder)
+        self.started = time.perf_counter()
+        self.stage_seconds = {}
+        self.current = ("start", self.started)
         self.lock_handle = None
+        self.samples = []   # reservoir of timed runs whose outputs become files, kept until the end
+        self.output_tail = bytearray()
+        self.output_total = 0
+        self.flooded = False
+
+    # Progress lines on the supervisor's stderr: the orchestrator reads the last one.
+    def stage(self, name):
+        now = time.perf_counter()
+        key = self.current[0]
+        self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + now - self.current[1]
+        self.current = (name.split(" set ")[0], now)
+        self.stage_name = name
+        print(STDERR_TAG + name, file=sys.stderr, flush=True)
 
     def lock(self, exclusive):
         """The device lock (docs/python-worker.md): shared while the job computes references and
-        checks, exclusive while it times, so that nothing else runs on the device during timed
-        runs. Long CPU-bound phases (imports, torch.compile, inline builds) hold no lock."""
+        checks, exclusive while it calibrates and times, so that nothing else runs on the device
+        during timed runs. Long CPU-bound phases (imports, torch.compile, inline builds) hold no
+        lock. Opened after the fork: the child has no descriptor that could release it."""
         path = self.spec.get("lock_file")
         if not path:
             return
@@ -388,385 +170,418 @@ class Job:
             import fcntl
             fcntl.flock(self.lock_handle, fcntl.LOCK_UN)
 
-    def module(self, overrides):
-        key = json.dumps(overrides, sort_keys=True)
-        if key not in self.modules:
-            problem = self.spec["problem"]
-            self.modules[key] = load_module(os.path.join(self.folder, problem["module"]),
-                                            "kforge_problem_%d" % len(self.modules), overrides)
-        return self.modules[key]
+    # The child.
+    def start_child(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:  # no ptrace, no /proc/<pid>/mem or fd/*
+            raise WorkerError("worker", "prctl(PR_SET_DUMPABLE, 0) failed: errno %d" % ctypes.get_errno())
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_r, out_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            os.close(out_r)
+            child_main(self.spec, self.folder, theirs, out_w, me)
+        theirs.close()
+        os.close(out_w)
+        self.pid = pid
+        try:
+            os.setpgid(pid, pid)  # also done by the child; whichever runs first
+        except OSError:
+            pass
+        self.chan = Channel(ours)
+        self.drain = threading.Thread(target=self.drain_output, args=(out_r,), daemon=True)
+        self.drain.start()
 
-    def instance(self, s, device):
-        key = json.dumps(s.get("overrides", {}), sort_keys=True)
-        inst = Instance(self.module(s.get("overrides", {})), s["seed"], s.get("magnitude", 1.0), device,
-                        self.models.get(key))
-        self.models[key] = inst.model
-        return inst
-
-    def hash(self, t):
-        """tensor_hash, once per tensor object (parameters are shared between sets)."""
-        key = (id(t), t.data_ptr())
-        if key not in self.hashes:  # the entry keeps t alive, so its id is not reused
-            self.hashes[key] = (t, tensor_hash(t))
-        return self.hashes[key][1]
-
-    def pristine(self, t):
-        """A private copy of an input, to compare with after each run (exact, on the device)."""
-        key = (id(t), t.data_ptr())
-        if key not in self.copies:
-            self.copies[key] = (t, t.detach().clone())
-        return self.copies[key][1]
-
-
-def run_reference(job, device):
-    """Describes each set (inputs, parameters, outputs) and computes its reference output in
-    float64 where the model's operations allow, else in the problem's own precision."""
-    import torch
-    res = job.results
-    res.data["sets"] = []
-    for i, s in enumerate(job.spec["sets"]):
-        stage("reference set %d" % i)
-        inst = job.instance(s, device.spec)
-        constants = module_constants(open(inst.module.__file__).read())
-        constants.update(s.get("overrides", {}))
-        desc = {"set": i, "constants": constants,
-                "init_inputs": [repr(v) for v in inst.init_inputs],
-                "scalars": [{"name": n, "value": a} for n, a in zip(inst.arg_names, inst.args)
-                            if not isinstance(a, torch.Tensor)],
-                "inputs": [], "outputs": []}
-        for name, kind, t in inst.tensor_inputs():
-            d = {"name": name, "kind": kind, "dtype": dtype_name(t.dtype), "dims": list(t.shape),
-                 "hash": job.hash(t)}
-            if job.spec.get("write_inputs", False):
-                d["file"] = "in_%d_%s.bin" % (i, name)
-                write_tensor(job.folder, d["file"], t)
-            desc["inputs"].append(d)
-        with torch.no_grad():
-            torch.manual_seed(inst.seed)
-            state = copy.deepcopy(inst.model.state_dict())
-            native = as_outputs(inst.model(*inst.args))
-            flops = count_flops(inst)
-            if flops is not None:
-                desc["flops"] = flops
-            inst.model.load_state_dict(state)  # undo running-statistics updates
-            precision = "float64"
+    def drain_output(self, fd):
+        """Keeps the tail of the child's stdout and stderr; a flood kills the child."""
+        while True:
             try:
-                key = id(inst.model)
-                if key not in job.models64:
-                    job.models64 = {key: copy.deepcopy(inst.model).double()}  # one at a time
-                model64 = job.models64[key]
-                model64.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in state.items()})
-                args64 = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                          for a in inst.args]
-                torch.manual_seed(inst.seed)
-                ref = as_outputs(model64(*args64))
-            except Exception as e:  # an operation without a float64 kernel on this device
-                precision = "native (float64 failed: %s)" % str(e).splitlines()[0][:200]
-                ref = native
-        for (name, t), (_, r) in zip(native, ref):
-            f = "ref_%d_%s.bin" % (i, name)
-            write_tensor(job.folder, f, r.double() if r.is_floating_point() else r)
-            desc["outputs"].append({"name": name, "dtype": dtype_name(t.dtype), "dims": list(t.shape),
-                                    "file": f, "reference_dtype": "float64" if r.is_floating_point() else dtype_name(r.dtype)})
-        desc["reference_precision"] = precision
-        res.data["sets"].append(desc)
-        device.sync()
-        res.save()
+                data = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not data:
+                return
+            self.output_total += len(data)
+            self.output_tail += data
+            if len(self.output_tail) > 2 * CHILD_OUTPUT_TAIL:
+                del self.output_tail[:-CHILD_OUTPUT_TAIL]
+            if self.output_total > CHILD_OUTPUT_CAP and not self.flooded:
+                self.flooded = True
+                self.kill_child()
 
+    def child_output(self, limit=CHILD_OUTPUT_TAIL):
+        """The tail of what the child printed, with its progress-line tags defused: only the
+        supervisor reports stages."""
+        text = bytes(self.output_tail[-limit:]).decode("utf-8", "replace")
+        return text.replace(STDERR_TAG.strip(), "kforge-child")
 
-def count_flops(inst):
-    """Floating-point operations of one forward pass as PyTorch's FlopCounterMode counts them
-    (matmuls and convolutions; PyTorch 2.1 and newer), else None."""
-    try:
-        from torch.utils.flop_counter import FlopCounterMode
-    except ImportError:
-        return None
-    try:
-        counter = FlopCounterMode(display=False)
-        with counter:
-            inst.model(*inst.args)
-        return float(counter.get_total_flops())
-    except Exception:
-        return None
+    def kill_child(self):
+        for kill in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
+            try:
+                kill()
+            except OSError:
+                pass
 
+    def end_child(self):
+        if not hasattr(self, "pid"):
+            return None
+        self.kill_child()
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            status = None
+        self.drain.join(timeout=2)  # a descendant that left the group may hold the pipe open
+        return status
 
-def make_callable(job, device, s, inst_cache):
-    """Returns fn for set s: fn() runs the implementation once and returns the list of output
-    tensors (kf_run candidates: the preallocated, guarded buffers in fn.kforge_outputs)."""
-    import torch
-    spec = job.spec
-    mode = spec["mode"]
-    i = spec["sets"].index(s)
-    kind = spec["problem"]["kind"]
-    if kind == "kernelbench":
-        inst = job.instance(s, device.spec)
-        hashes = s.get("input_hashes")
-        if hashes:
-            got = {n: job.hash(t) for n, _, t in inst.tensor_inputs()}
-            if got != hashes:
-                raise WorkerError("inputs", "regenerated inputs differ from the reference's (the problem's "
-                                  "get_inputs is not deterministic under a fixed seed)")
-        # Running statistics (buffers) may legitimately change; inputs and parameters may not.
-        inputs = {n: t for n, k, t in inst.tensor_inputs() if k != "buffer"}
-        args = inst.args
-    else:
-        inst = None
-        inputs = {d["name"]: read_tensor(job.folder, d, device.spec) for d in s["inputs"]}
-        args = list(inputs.values())
-    attrs = {a["name"]: (a["i"] if a.get("integer", False) else a["f"]) for a in s.get("attrs", [])}
-    inst_cache[i] = (inst, inputs)
-    if mode == "baseline":
-        model = inst.model
-        if spec["baseline"] == "compile":
-            if not hasattr(torch, "compile"):
-                raise WorkerError("compile", "torch %s has no torch.compile (PyTorch 2.0 or newer has it)" % torch.__version__)
-            model = torch.compile(model)
-        return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))])
-    candidate = job.candidate
-    if spec["entry"] == "ModelNew":
-        if inst is None:
-            raise WorkerError("load", "a ModelNew candidate needs a PyTorch problem (KernelBench format); "
-                              "for a kforge problem write kf_run(inputs, outputs, attrs)")
-        key = id(inst.model)  # one ModelNew per reference model (sets with the same constants)
-        if key not in job.new_models:
-            torch.manual_seed(MODEL_SEED)
-            model = candidate.ModelNew(*inst.init_inputs)
-            copy_parameters(inst.model, model, job)
-            job.new_models[key] = model.to(device.spec)
-        model = job.new_models[key]
-        return seeded(inst.seed, lambda: [t for _, t in as_outputs(model(*args))])
-    entry = getattr(candidate, spec["entry"], None)
-    if entry is None:
-        raise WorkerError("load", "the candidate defines no '%s'; a Triton candidate defines "
-                          "kf_run(inputs, outputs, attrs) (docs/abi-triton.md)" % spec["entry"])
-    dtypes = torch_dtypes()
-    outs = []
-    for d in s["outputs"]:
-        n = 1
-        for x in d["dims"]:
-            n *= x
-        flat = torch.empty(n + GUARD_ELEMENTS, dtype=dtypes[d["dtype"]], device=device.spec)
-        outs.append((d["name"], d["dtype"], flat[:n].view(d["dims"]), flat[n:]))
-    outputs = {name: t for name, _, t, _ in outs}
-
-    def call():
-        entry(inputs, outputs, attrs)
-        return [t for _, _, t, _ in outs]
-    call.kforge_outputs = outs
-    return call
-
-
-def seeded(seed, fn):
-    import torch
-
-    def call():
-        torch.manual_seed(seed)
-        return fn()
-    return call
-
-
-def copy_parameters(reference, candidate, job):
-    """Gives ModelNew the reference's parameters when their names and shapes match (KernelBench
-    relies on equal seeds instead); notes when they do not."""
-    ref, cand = reference.state_dict(), candidate.state_dict()
-    if set(ref) == set(cand) and all(ref[k].shape == cand[k].shape for k in ref):
-        candidate.load_state_dict(ref)
-        job.results.data["parameters"] = "copied from the reference (%d tensors)" % len(ref)
-    else:
-        job.results.data["parameters"] = ("not copied: ModelNew's state (%s) differs from Model's (%s); "
-                                          "both were initialised with seed %d" %
-                                          (", ".join(sorted(cand)) or "empty", ", ".join(sorted(ref)) or "empty",
-                                           MODEL_SEED))
-
-
-def poison(call, which):
-    outs = getattr(call, "kforge_outputs", None)
-    if outs:
-        for _, dt, t, guard in outs:
-            poison_fill(t, dt, which)
-            poison_fill(guard, dt, which)
-
-
-def guard_intact(call, which):
-    import torch
-    for name, dt, _, guard in getattr(call, "kforge_outputs", None) or []:
-        ref = torch.empty_like(guard)
-        poison_fill(ref, dt, which)
-        if tensor_bytes(guard) != tensor_bytes(ref):
-            return "wrote past the end of output '%s'" % name
-    return None
-
-
-def input_hashes(job, inputs):
-    """Per input "same", or "changed" when it differs from the copy taken before the first run."""
-    import torch
-    def bits(t):  # compare bit patterns: NaN inputs compare equal to themselves
-        width = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()]
-        return t.view(width) if t.is_floating_point() else t
-    return ["same" if torch.equal(bits(t), bits(job.pristine(t))) else "changed" for t in inputs.values()]
-
-
-def check_outputs(outs, expected):
-    """Outputs must have the shapes and dtypes the reference has."""
-    if len(outs) != len(expected):
-        raise WorkerError("check", "returned %d outputs; the reference returns %d" % (len(outs), len(expected)))
-    for t, d in zip(outs, expected):
-        if list(t.shape) != list(d["dims"]) or dtype_name(t.dtype) != d["dtype"]:
-            raise WorkerError("check", "output '%s' is %s %s; the reference's is %s %s" % (
-                d["name"], dtype_name(t.dtype), list(t.shape), d["dtype"], d["dims"]))
-
-
-def run_checks(job, device, calls, inst_cache):
-    import torch
-    res = job.results
-    res.data["checks"] = []
-    for n, i in enumerate(job.spec.get("checks", [])):
-        s = job.spec["sets"][i]
-        call = calls[i]
-        _, inputs = inst_cache[i]
-        entry = {"set": i, "input_hashes_before": input_hashes(job, inputs)}
-        for which, letter in ((0, "a"), (1, "b")) if job.spec.get("check_twice", True) else ((0, "a"),):
-            stage("check set %d run %s" % (i, letter))
-            poison(call, which)
-            device.sync()
-            with torch.no_grad():
-                outs, ms, _ = device.timed_call(call)
-            check_outputs(outs, s["outputs"])
-            overrun = guard_intact(call, which)
-            if overrun:
-                entry["overrun"] = overrun
-            for t, d in zip(outs, s["outputs"]):
-                write_tensor(job.folder, "out_%d_%s_%s.bin" % (i, letter, d["name"]), t)
-            entry["ms_" + letter] = ms
-            if n == 0 and letter == "a":
-                res.data["threads_after_first_run"] = thread_count()
-        entry["input_hashes_after"] = input_hashes(job, inputs)
-        res.data["checks"].append(entry)
-        res.save()
-    res.data["threads_after_checks"] = thread_count()
-    res.save()
-
-
-def run_timing(job, device, calls, inst_cache):
-    import statistics
-    import torch
-    plan = job.spec["timing"]
-    res = job.results
-    sets = plan["sets"]
-    before = {str(i): input_hashes(job, inst_cache[i][1]) for i in sets}
-    timing = {"device_ms": [], "host_ms": [], "sets_used": [], "threads_before": thread_count()}
-    stage("warm-up")
-    job.lock(exclusive=False)
-    start = time.perf_counter()
-    with torch.no_grad():
-        k = 0
-        while k < plan.get("warmup_runs", 3) or (time.perf_counter() - start) * 1e3 < plan.get("warmup_ms", 30):
-            calls[sets[k % len(sets)]]()
-            device.sync()
-            k += 1
-            if k > 1000:
+    def how_child_ended(self):
+        """After the channel closed: how the child ended, waiting up to 2 s for it to exit."""
+        deadline = time.time() + 2
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
                 break
-        stage("waiting for the device lock")
-        job.lock(exclusive=True)
-        stage("timed runs")
+            if time.time() > deadline:
+                self.kill_child()
+                return "closed the channel to the worker"
+            time.sleep(0.01)
+        self.pid_status = status
+        if self.flooded:
+            return "flooded its output (more than %d MiB)" % (CHILD_OUTPUT_CAP >> 20)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = "signal %d" % sig
+            return "was killed by signal %d (%s)" % (sig, name)
+        return "exited with status %d" % os.WEXITSTATUS(status)
+
+    def call(self, cmd):
+        """Sends a command and returns the child's reply (its blobs still to be read)."""
+        self.chan.send(cmd)
+        return self.reply()
+
+    def reply(self):
+        r = self.chan.recv()
+        if "error" in r:
+            raise WorkerError(r["error"].get("stage", "run"), r["error"].get("message", ""))
+        return r
+
+    def receive_files(self, names, sizes):
+        if len(names) != len(sizes):
+            raise WorkerError("run", "the child sent %d blobs for %d files" % (len(sizes), len(names)))
+        for name, n in zip(names, sizes):
+            sink = FileSink(self.folder, name)
+            self.chan.read_blob(n, sink)
+            self.res.data["files"][name] = sink.close()
+
+    def threads(self):
+        return thread_count(self.pid)
+
+    # The job.
+    def run(self):
+        spec, res = self.spec, self.res
+        try:
+            self.stage("start")
+            self.start_child()
+            init = self.call({"cmd": "init"})
+            res.data["fingerprint"] = init["fingerprint"]
+            res.data["llc_bytes"] = init["llc_bytes"]
+            res.save()
+            if spec["mode"] == "reference":
+                self.run_reference()
+            else:
+                self.run_implementation()
+        except WorkerError as e:
+            res.data["error"] = {"stage": e.stage, "message": str(e)}
+        except ChildGone:
+            how = self.how_child_ended()
+            res.data["error"] = {"stage": "run", "message": "the worker's child process (the candidate's) %s during %s\n%s"
+                                 % (how, getattr(self, "stage_name", "start"), self.child_output(2000))}
+        except Exception as e:  # a fault of the worker itself
+            tb = traceback.format_exc().splitlines()
+            res.data["error"] = {"stage": "worker", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}
+        self.finish()
+        return 0
+
+    def finish(self):
+        """Kills the child, writes what was kept back until now (the sampled timed outputs: the
+        child must not learn which runs were sampled), the final result.json and its hash."""
+        self.unlock()
+        self.end_child()
+        res = self.res
+        if self.samples and "timing" in res.data:
+            res.data["timing"]["samples"] = []
+            for run in self.samples:
+                files = {}
+                for name, probe in run["probes"]:
+                    files[name] = "timed_%d_%s.bin" % (run["run"], name)
+                    res.write(files[name], probe.chunks)
+                res.data["timing"]["samples"].append({"run": run["run"], "seed": run["seed"], "set": run["set"],
+                                                      "magnitude": run["magnitude"], "files": files})
+        tail = self.child_output()
+        if tail.strip():
+            sys.stderr.write("--- the child's output (last %d bytes) ---\n%s\n" % (len(tail), tail))
+        self.stage("done")
+        res.data["stage_seconds"] = self.stage_seconds
+        res.data["done"] = True
+        res.save()
+        sys.stdout.write("kforge-result %s\n" % hashlib.sha256(res.last).hexdigest())
+        sys.stdout.flush()
+
+    def run_reference(self):
+        res = self.res
+        res.data["sets"] = []
+        self.lock(exclusive=False)
+        for i in range(len(self.spec["sets"])):
+            self.stage("reference set %d" % i)
+            r = self.call({"cmd": "reference", "set": i})
+            self.receive_files(r.get("files", []), r.get("blobs", []))
+            res.data["sets"].append(r["desc"])
+            res.save()
+        self.unlock()
+
+    def run_implementation(self):
+        spec, res = self.spec, self.res
+        timing = spec.get("timing")
+        needed = sorted(set(spec.get("checks", [])) | set((timing or {}).get("sets", [])))
+        self.stage("prepare")
+        self.call({"cmd": "setup", "sets": needed})
+        if timing:
+            self.calibrate(timing["sets"])
+        if spec["mode"] == "candidate":
+            res.data["threads_before_load"] = self.threads()
+            self.stage("load")
+            default_precision = self.call({"cmd": "load"})["precision_default"]
+        self.stage("build")
+        built = self.call({"cmd": "build"})
+        if "parameters" in built:
+            res.data["parameters"] = built["parameters"]
+        if spec["mode"] == "baseline":
+            self.stage("compile" if spec["baseline"] == "compile" else "first run")
+            t0 = time.perf_counter()
+            self.call({"cmd": "first_run"})
+            res.data["first_call_seconds"] = time.perf_counter() - t0
+        if spec.get("checks"):
+            self.lock(exclusive=False)
+            self.run_checks()
+            self.unlock()
+        if spec["mode"] == "candidate":
+            now = self.call({"cmd": "precision"})["state"]
+            res.data["precision"] = {"state": now, "default": default_precision}
+            changed = [k for k in now if now[k] != default_precision.get(k)]
+            if changed:
+                res.data["precision"]["fast_math_options"] = ["%s=%s" % (k, now[k]) for k in changed]
+        if timing:
+            self.run_timing()
+        res.save()
+
+    def run_checks(self):
+        res = self.res
+        res.data["checks"] = []
+        self.check_digests = {}  # output name -> {digest: "check run <set><letter>"}
+        self.checked = {}  # (set, output name) -> digests of its check runs
+        twice = self.spec.get("check_twice", True)
+        for n, i in enumerate(self.spec.get("checks", [])):
+            entry = {"set": i}
+            runs = ((0, "a"), (1, "b")) if twice else ((0, "a"),)
+            for which, letter in runs:
+                self.stage("check set %d run %s" % (i, letter))
+                r = self.call({"cmd": "check", "set": i, "which": which, "before": letter == "a",
+                               "after": letter == runs[-1][1]})
+                expected = self.spec["sets"][i]["outputs"]
+                self.expect_outputs(r, expected)
+                for d, n_bytes in zip(expected, r["blobs"]):
+                    name = "out_%d_%s_%s.bin" % (i, letter, d["name"])
+                    sink = FileSink(self.folder, name)
+                    self.chan.read_blob(n_bytes, sink)
+                    digest = res.data["files"][name] = sink.close()
+                    self.check_digests.setdefault(d["name"], {}).setdefault(digest, "check run %d%s" % (i, letter))
+                    self.checked.setdefault((i, d["name"]), set()).add(digest)
+                if r.get("overrun"):
+                    entry["overrun"] = r["overrun"]
+                entry["ms_" + letter] = r["ms"]
+                for k in ("input_hashes_before", "input_hashes_after"):
+                    if k in r:
+                        entry[k] = r[k]
+                if n == 0 and letter == "a":
+                    res.data["threads_after_first_run"] = self.threads()
+            res.data["checks"].append(entry)
+            res.save()
+        res.data["threads_after_checks"] = self.threads()
+        res.save()
+
+    def expect_outputs(self, r, expected):
+        """The child's outputs must be the expected ones, byte for byte in size (a trusted check
+        of what the child's own shape check said)."""
+        got = r.get("outputs", [])
+        sizes = r.get("blobs", [])
+        if len(got) != len(expected) or len(sizes) != len(expected):
+            raise WorkerError("check", "returned %d outputs; the reference returns %d" % (len(got), len(expected)))
+        for g, d, n in zip(got, expected, sizes):
+            want = ELEMENT_SIZE[d["dtype"]]
+            for x in d["dims"]:
+                want *= x
+            if g.get("name") != d["name"] or n != want or g.get("nbytes") != n:
+                raise WorkerError("check", "output '%s' arrived as %d bytes; the reference's %s %s has %d" % (
+                    d["name"], n, d["dtype"], d["dims"], want))
+
+    # Timing.
+    def one_run(self, j, seed, null, keep=False, flush=True):
+        """prepare, go, collect: one run of set j. The supervisor's clock measures each step;
+        wall_ms is from sending go to receiving done."""
+        ns = time.perf_counter_ns
+        t0 = ns()
+        self.call({"cmd": "prepare", "set": j, "seed": seed, "null": null, "flush": flush})
+        t1 = ns()
+        self.chan.send({"cmd": "go"})
+        done = self.reply()
+        t2 = ns()
+        t3 = ns()
+        r = self.call({"cmd": "collect"})
+        expected = self.spec["sets"][j]["outputs"]
+        self.expect_outputs(r, expected)
+        kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
+        probes = []
+        for d, n in zip(expected, r["blobs"]):
+            probe = OutputProbe(d["dtype"], POISON[d["dtype"]][0] if kf_run else None, keep)
+            self.chan.read_blob(n, probe)
+            probes.append((d["name"], probe))
+        t4 = ns()
+        return {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": (t1 - t0) / 1e6,
+                "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
+                "host_ms": float(done["host_ms"]), "probes": probes, "overrun": r.get("overrun"),
+                "inputs_changed": r.get("inputs_changed", [])}
+
+    def fresh(self):
+        return self.spec["problem"]["kind"] == "kernelbench"
+
+    def calibrate(self, sets):
+        """Null runs through the same command path before the candidate is loaded, under the
+        exclusive lock: the round trip the wall clock adds (overhead_ms) and what preparing and
+        collecting a run of these sizes costs when nothing moved work there."""
+        self.stage("calibrate")
+        self.lock(exclusive=True)
+        # As precise as the timing; the cache flush (hundreds of milliseconds on a large CPU
+        # cache) only in every FLUSH_EVERY-th run, which alone calibrate preparing a run.
+        n = min(NULL_RUNS, max(6, 2 * int(self.spec["timing"].get("min_runs", 10))))
+        runs = [self.one_run(sets[k % len(sets)], secrets.randbits(63) if self.fresh() else None, True,
+                             flush=k % FLUSH_EVERY == 0) for k in range(n)]
+        self.unlock()
+        med = statistics.median
+        self.calibration = {"null_runs": len(runs),
+                            "overhead_ms": med([r["wall_ms"] - r["device_ms"] for r in runs]),
+                            "wall_ms": med([r["wall_ms"] for r in runs]),
+                            "device_ms": med([r["device_ms"] for r in runs]),
+                            "prepare_ms": med([r["prepare_ms"] for k, r in enumerate(runs) if k % FLUSH_EVERY == 0]),
+                            "collect_ms": med([r["collect_ms"] for r in runs])}
+
+    def run_timing(self):
+        spec, res = self.spec, self.res
+        plan = spec["timing"]
+        sets = plan["sets"]
+        timing = {"overhead_ms": self.calibration["overhead_ms"], "calibration": self.calibration,
+                  "fresh_inputs": self.fresh(), "device_ms": [], "host_ms": [], "wall_ms": [],
+                  "prepare_ms": [], "collect_ms": [], "sets_used": [], "seeds": [], "magnitudes": [],
+                  "issues": [], "threads_before": self.threads()}
+        if not self.fresh():
+            timing["note"] = ("kforge problem: timed runs rotate over the check trials' inputs (the job carries "
+                              "no input distributions to draw fresh ones from); each timed output is compared "
+                              "with its set's checked output instead")
+        self.stage("warm-up")
+        self.lock(exclusive=False)
+        self.call({"cmd": "warmup", "sets": sets, "runs": plan.get("warmup_runs", 3), "ms": plan.get("warmup_ms", 30)})
+        self.stage("waiting for the device lock")
+        self.lock(exclusive=True)
+        self.stage("timed runs")
+        before = self.call({"cmd": "input_states", "sets": sets})["states"]
+        self.timed_loop(plan, timing)
+        self.unlock()
+        after = self.call({"cmd": "timing_end", "sets": sets})["states"]
+        timing["threads_after"] = self.threads()
+        timing["input_hashes_before"] = before
+        timing["input_hashes_after"] = after
+        res.data["timing"] = timing
+        res.save()
+
+    def timed_loop(self, plan, timing):
+        sets, k_keep = plan["sets"], int(self.spec.get("timed_checks", 3))
+        overhead = self.calibration["overhead_ms"]
+        seen = {}  # output name -> {digest: "timed run N"} (the check runs' too)
+        for name, digests in getattr(self, "check_digests", {}).items():
+            seen[name] = dict(digests) if self.fresh() else {}
         start = time.perf_counter()
-        outs = None
+        effective = []
         k = 0
         while True:
-            i = sets[k % len(sets)]
-            if plan.get("flush", True):
-                device.flush()
-            outs, dms, hms = device.timed_call(calls[i])
-            timing["device_ms"].append(dms)
-            timing["host_ms"].append(hms)
-            timing["sets_used"].append(i)
-            timing["last_set"] = i
+            j = sets[k % len(sets)]
+            seed = secrets.randbits(63) if self.fresh() else None
+            slot = k if k < k_keep else secrets.randbelow(k + 1)  # reservoir sampling (algorithm R)
+            run = self.one_run(j, seed, False, keep=slot < k_keep)
+            for key in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms"):
+                timing[key].append(run[key])
+            timing["sets_used"].append(j)
+            timing["seeds"].append(seed)
+            timing["magnitudes"].append(self.spec["sets"][j].get("magnitude", 1.0))
+            self.check_timed_outputs(k, run, seen, timing["issues"])
+            if slot < k_keep:
+                run.update(run=k, magnitude=timing["magnitudes"][-1])
+                if len(self.samples) < k_keep:
+                    self.samples.append(run)
+                else:
+                    self.samples[slot] = run
+            effective.append(max(run["device_ms"], run["wall_ms"] - overhead))
             k += 1
             elapsed = (time.perf_counter() - start) * 1e3
             if k >= plan.get("max_runs", 300):
                 break
             if k >= plan.get("min_runs", 10):
-                med = statistics.median(timing["device_ms"])
-                cv = statistics.pstdev(timing["device_ms"]) / med if med > 0 else 0
+                med = statistics.median(effective)
+                cv = statistics.pstdev(effective) / med if med > 0 else 0
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
-    job.unlock()
-    s = job.spec["sets"][timing["last_set"]]
-    outs = list(outs)
-    for t, d in zip(outs, s["outputs"]):
-        write_tensor(job.folder, "out_timed_%s.bin" % d["name"], t)
-    timing["threads_after"] = thread_count()
-    timing["input_hashes_before"] = before
-    timing["input_hashes_after"] = {str(i): input_hashes(job, inst_cache[i][1]) for i in sets}
-    res.data["timing"] = timing
-    res.save()
+
+    def check_timed_outputs(self, k, run, seen, issues):
+        """Findings about timed run k's outputs, from the bytes received: fully written (kf_run),
+        finite where the check references were, not a repeat of an earlier output."""
+        spec = self.spec
+        label = "timed run %d" % k
+        found = []
+        if run["overrun"]:
+            found.append("%s: the candidate %s" % (label, run["overrun"]))
+        for name, probe in run["probes"]:
+            if probe.poisoned:
+                found.append("%s: output '%s' still holds the poison in %d elements (not fully written)"
+                             % (label, name, probe.poisoned))
+            elif probe.nonfinite and spec.get("reference_finite", False):
+                found.append("%s: output '%s' has %d NaN/Inf elements; the check trials' references had none"
+                             % (label, name, probe.nonfinite))
+            digest = probe.digest()
+            if self.fresh():
+                # A few integers (a count, an argmax) may repeat for different inputs; floats may not.
+                few_integers = probe.exp is None and probe.nbytes < 64 * ELEMENT_SIZE[probe.dtype]
+                if not spec.get("degenerate", False) and not few_integers:
+                    earlier = seen.setdefault(name, {}).get(digest)
+                    if earlier:
+                        found.append("%s: output '%s' is byte-identical to %s's (a skipped or cached call)"
+                                     % (label, name, earlier))
+                    seen[name].setdefault(digest, label)
+            elif spec.get("deterministic", True):
+                checked = getattr(self, "checked", {}).get((run["set"], name))
+                if checked and digest not in checked:
+                    found.append("%s: output '%s' differs from the checked output of set %d on the same inputs"
+                                 % (label, name, run["set"]))
+        for f in found:
+            if len(issues) < 20:
+                issues.append(f)
 
 
 def run_job(folder):
-    job = Job(folder)
-    res = job.results
-    spec = job.spec
-    try:
-        stage("start")
-        if spec.get("interpret"):
-            os.environ["TRITON_INTERPRET"] = "1"
-        import torch
-        device = Device(spec.get("device", "cpu"))
-        res.data["fingerprint"] = device.fingerprint()
-        res.data["llc_bytes"] = device.llc
-        res.save()
-        if spec["mode"] == "reference":
-            job.lock(exclusive=False)
-            run_reference(job, device)
-            job.unlock()
-        else:
-            job.candidate = None
-            if spec["mode"] == "candidate":
-                stage("load")
-                sys.path.insert(0, folder)
-                default_precision = precision_state(torch)
-                try:
-                    job.candidate = load_module(os.path.join(folder, spec["candidate"]), "kforge_candidate")
-                except WorkerError:
-                    raise
-                except BaseException as e:  # SyntaxError, ImportError, a failed inline build
-                    tb = traceback.format_exc().splitlines()
-                    raise WorkerError("load", "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-20:])))
-            calls, inst_cache = {}, {}
-            stage("prepare")
-            needed = sorted(set(spec.get("checks", [])) | set((spec.get("timing") or {}).get("sets", [])))
-            for i in needed:
-                calls[i] = make_callable(job, device, spec["sets"][i], inst_cache)
-            if spec["mode"] == "baseline":
-                stage("compile" if spec["baseline"] == "compile" else "first run")
-                t0 = time.perf_counter()
-                with torch.no_grad():
-                    for i in needed:
-                        check_outputs(calls[i](), spec["sets"][i]["outputs"])
-                device.sync()
-                res.data["first_call_seconds"] = time.perf_counter() - t0
-            if spec.get("checks"):
-                job.lock(exclusive=False)
-                run_checks(job, device, calls, inst_cache)
-                job.unlock()
-            if spec["mode"] == "candidate":
-                now = precision_state(torch)
-                res.data["precision"] = {"state": now, "default": default_precision}
-                changed = [k for k in now if now[k] != default_precision.get(k)]
-                if changed:
-                    res.data["precision"]["fast_math_options"] = ["%s=%s" % (k, now[k]) for k in changed]
-            if spec.get("timing"):
-                run_timing(job, device, calls, inst_cache)
-    except WorkerError as e:
-        res.data["error"] = {"stage": e.stage, "message": str(e)}
-    except Exception as e:  # the candidate's or the model's own exception
-        tb = traceback.format_exc().splitlines()
-        res.data["error"] = {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}
-    stage("done")
-    res.data["stage_seconds"] = STAGE_SECONDS
-    res.data["done"] = True
-    res.save()
-    return 0
+    return Supervisor(folder).run()
 
 
 def probe():

@@ -17,7 +17,7 @@ namespace {
 struct EvalFlags {
   std::string problem, candidate;
   std::vector<std::string> sizes;
-  bool json = false, all = false, no_baselines = false;
+  bool json = false, all = false, no_baselines = false, no_static_check = false;
   std::vector<std::string> backends;
   EvalOptions options;
 };
@@ -118,6 +118,8 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", f->json, "Print the verdict as JSON (docs/verdict-schema.md)");
   cmd->add_flag("--all", f->all, "Evaluate every bundled problem's seed and candidates");
   cmd->add_flag("--no-baselines", f->no_baselines, "Do not time the reference and seed baselines");
+  cmd->add_flag("--no-static-check", f->no_static_check,
+                "Skip the static check of the candidate's source (to test the runtime gates alone)");
   cmd->add_flag("--profile", f->options.profile, "Add Nsight Compute metrics of one call (`profile` in the verdict; cuda)");
   cmd->add_flag("--sanitize", f->options.sanitize, "Add a compute-sanitizer memcheck report (`sanitizer` in the verdict; cuda)");
   cmd->add_flag("--racecheck", f->options.racecheck, "With --sanitize: run racecheck too");
@@ -133,6 +135,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
     if (!sizes.ok()) { fmt::print(stderr, "kforge eval: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
     f->options.sizes = *sizes;
     f->options.baselines = !f->no_baselines;
+    f->options.static_check = !f->no_static_check;
     if (f->all) { *exit_code = EvalAll(*f); return; }
     if (f->problem.empty() || f->candidate.empty()) {
       fmt::print(stderr, "kforge eval: give a problem and a candidate (or --all); see kforge eval --help\n");

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -113,8 +114,13 @@ class Evaluation {
   Status StartPython();
   Status PreparePyTorch();
   Result<bool> RunPythonCandidate();
+  Result<bool> CheckPythonTiming(const WorkerRun& run);
+  bool CheckPythonClocks(const PythonTiming& t);
+  Result<bool> CheckTimedSamples(const WorkerRun& run, const json& samples);
+  Result<std::vector<std::vector<std::vector<double>>>> PythonTimedReferences(const json& samples);
   Status PyTorchBaselines();
   json PythonJob(const std::string& mode) const;
+  bool PythonOutputsMayRepeat() const;
   Limits PythonLimits() const;
   std::string PythonLockFile() const;
   json PythonTimingPlan(size_t sets) const;
@@ -512,18 +518,6 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
     Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
     return false;
   }
-  if (tj.contains("last_set")) {  // the Python worker's record
-    int last = tj["last_set"].get<int>();
-    for (size_t o = 0; o < trials_[last].bound.outputs.size(); ++o) {
-      const TensorShape& shape = trials_[last].bound.outputs[o];
-      Result<std::string> bytes = run.ReadOutput("out_timed_" + shape.name + ".bin");
-      Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, trials_[last].reference[o], problem_.ToleranceFor(shape.dtype)) : Comparison{false, "missing"};
-      if (!c.pass) {
-        Finish(VerdictStatus::kWrongOutput, "re-verification after timing failed for '" + shape.name + "': " + c.reason, "reverify");
-        return false;
-      }
-    }
-  }
   if (!CheckTimedSamples(run)) return false;
   if (tj.contains("input_hashes_after") && tj["input_hashes_after"] != tj["input_hashes_before"]) {
     Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
@@ -791,7 +785,25 @@ json Evaluation::PythonJob(const std::string& mode) const {
     }
   }
   if (torch_device_ == "cpu" && python_candidate_) job["interpret"] = true;  // Triton's interpreter
+  // What the worker's supervisor checks every timed output against (docs/python-worker.md).
+  bool finite = !trials_.empty();
+  for (const Trial& t : trials_)
+    for (const std::vector<double>& ref : t.reference)
+      finite = finite && std::all_of(ref.begin(), ref.end(), [](double x) { return std::isfinite(x); });
+  job["reference_finite"] = finite;
+  job["degenerate"] = PythonOutputsMayRepeat();
+  job["deterministic"] = !problem_.nondeterministic;
   return job;
+}
+
+// True when two timed runs may legitimately return byte-identical outputs from different
+// inputs: a degenerate reference (near-constant or tiny), or two check trials at the same sizes
+// whose references are identical.
+bool Evaluation::PythonOutputsMayRepeat() const {
+  if (trials_.empty() || trials_[0].reference.empty()) return false;
+  std::string why;
+  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(trials_[0].bound.outputs[0].dtype), &why)) return true;
+  return trials_.size() > 1 && trials_[1].bound.sizes == trials_[0].bound.sizes && trials_[1].reference == trials_[0].reference;
 }
 
 Status Evaluation::PreparePyTorch() {
@@ -944,9 +956,162 @@ Result<bool> Evaluation::RunPythonCandidate() {
   }
   bool checks_done = run.result.contains("checks") && run.result["checks"].size() == trials_.size();
   bool ok = checks_done ? CheckTrials(run) && ProcessEnded(run) : ProcessEnded(run) && CheckTrials(run);
-  ok = ok && CheckPrecision(run) && (!options_.timing || CheckTiming(run));
+  ok = ok && CheckPrecision(run);
+  // Threads started when the candidate was imported are there before its first run, where the
+  // thread gates start counting; on a CPU device such a thread can work during the untimed steps.
+  const int before_load = run.result.value("threads_before_load", 0), after_checks = run.result.value("threads_after_checks", 0);
+  if (ok && before_load > 0 && after_checks > before_load)
+    verdict_.warnings.push_back("the candidate's process has " + std::to_string(after_checks - before_load) +
+                                " more thread(s) after its checks than before it was loaded");
+  Result<bool> timed = ok && options_.timing ? CheckPythonTiming(run) : Result<bool>(ok);
   Cleanup(run);
-  return ok;
+  return timed;
+}
+
+// The timed runs of a Python candidate (docs/python-worker.md): the time of each run is
+// max(device, wall - overhead), the supervisor's clock bounding the child's; every timed output
+// was checked by the supervisor (timing.issues), a reservoir sample of them is compared with
+// float64 references for their own fresh inputs; then the inputs, threads and clocks.
+Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
+  const json& tj = run.result["timing"];
+  Result<PythonTiming> parsed = ParsePythonTiming(tj);
+  if (!parsed.ok()) {
+    Finish(VerdictStatus::kRuntimeError, parsed.status().message());
+    return false;
+  }
+  const PythonTiming& t = *parsed;
+  verdict_.timing = ComputeStats(t.effective_ms, t.host_ms);
+  verdict_.fingerprint["timing"] = {
+      {"clock", "max(device_ms, wall_ms - overhead_ms) per run; wall_ms is the worker's supervisor's clock"},
+      {"overhead_ms", t.overhead_ms}, {"device_median_ms", MedianOf(t.device_ms)}, {"wall_median_ms", MedianOf(t.wall_ms)},
+      {"prepare_median_ms", MedianOf(t.prepare_ms)}, {"collect_median_ms", MedianOf(t.collect_ms)},
+      {"calibration", tj.value("calibration", json::object())}, {"fresh_inputs", tj.value("fresh_inputs", false)}};
+  if (tj.contains("note")) verdict_.warnings.push_back(tj["note"].get<std::string>());
+  const json issues = tj.value("issues", json::array());
+  if (!issues.empty()) {
+    Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_outputs");
+    return false;
+  }
+  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array())));
+  if (!samples_ok) return false;
+  if (tj["input_hashes_after"] != tj["input_hashes_before"]) {
+    Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
+    return false;
+  }
+  if (tj.value("threads_after", 0) > tj.value("threads_before", 0)) {
+    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(tj.value("threads_before", 0)) + " to " +
+                                           std::to_string(tj.value("threads_after", 0)) + " during the timed runs (background work)", "threads");
+    return false;
+  }
+  return CheckPythonClocks(t);
+}
+
+// Work that escapes the child's timers shows as supervisor time: wall time far above the device
+// time the child reports (side streams, patched timers), or preparing and collecting a run taking
+// far longer than before the candidate was loaded (work moved outside the timed call).
+bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
+  const double device = MedianOf(t.device_ms), effective = verdict_.timing->median_ms, host = verdict_.timing->host_median_ms;
+  // On a CPU device the candidate and the supervisor share the cores: a loaded machine adds
+  // milliseconds of scheduling delay to the supervisor's clock, so only far larger gaps count
+  // (the time taken is max(device, wall - overhead) either way).
+  const bool cpu = torch_device_ == "cpu";
+  const double gap = cpu ? 20.0 : std::max(1.0, backend_->host_gap_suspicious_ms);
+  const double slack = cpu ? 20.0 : 0.1;
+  std::vector<double> wall_gap;
+  for (size_t i = 0; i < t.wall_ms.size(); ++i) wall_gap.push_back(t.wall_ms[i] - t.device_ms[i]);
+  const double excess = MedianOf(wall_gap) - t.overhead_ms;
+  if (host > 1.5 * device + gap || excess > 0.5 * device + gap) {
+    Finish(VerdictStatus::kSuspicious, "the worker's wall clock (median " + std::to_string(MedianOf(t.wall_ms)) +
+                                           " ms, round trip " + std::to_string(t.overhead_ms) + " ms) is far above the device time the candidate's process reports (" +
+                                           std::to_string(device) + " ms): work escapes the device timer (a side stream or host work) or the timers are patched", "host_time");
+    return false;
+  }
+  struct Phase { const char* what; double median, calibrated; };
+  for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", MedianOf(t.prepare_ms), t.calibration_prepare_ms},
+                         Phase{"collecting a timed run's outputs", MedianOf(t.collect_ms), t.calibration_collect_ms}}) {
+    if (p.median - p.calibrated > 0.5 * effective + 0.25 * p.calibrated + slack) {
+      Finish(VerdictStatus::kSuspicious, std::string(p.what) + " took " + std::to_string(p.median) + " ms (median) against " +
+                                             std::to_string(p.calibrated) + " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");
+      return false;
+    }
+  }
+  if (host > 3 * device + 1.0) verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
+  return true;
+}
+
+// Each sampled timed run's outputs against the reference for its own inputs: regenerated from
+// its seed in a reference job (KernelBench problems), or its set's check reference (kforge
+// problems, whose timed runs reuse the check inputs).
+Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& samples) {
+  if (samples.empty()) return true;
+  const bool fresh = !samples[0].value("seed", json()).is_null();
+  std::vector<std::vector<std::vector<double>>> refs;
+  if (fresh) {
+    KF_ASSIGN_OR_RETURN(refs, PythonTimedReferences(samples));
+  }
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const json& s = samples[k];
+    const size_t set = s.value("set", size_t{0});
+    if (set >= trials_.size()) return Status::Internal("a timed sample names set " + std::to_string(set));
+    const std::string label = "timed run " + std::to_string(s.value("run", 0)) +
+                              (fresh ? " (fresh inputs, seed " + std::to_string(s["seed"].get<uint64_t>()) + ")" : " (inputs of trial " + std::to_string(set) + ")");
+    const std::vector<std::vector<double>>& ref = fresh ? refs[k] : trials_[set].reference;
+    for (size_t o = 0; o < trials_[set].bound.outputs.size(); ++o) {
+      const TensorShape& shape = trials_[set].bound.outputs[o];
+      Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, std::string()));
+      Comparison c;
+      if (bytes.ok() && o < ref.size()) c = CompareOutput(shape, *bytes, ref[o], problem_.ToleranceFor(shape.dtype));
+      else c.pass = false, c.reason = "missing from the worker";
+      if (!c.pass) {
+        Finish(VerdictStatus::kWrongOutput, label + ": output '" + shape.name + "': " + c.reason, "timed_outputs");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Float64 references for sampled timed runs: a reference job whose sets carry the runs' seeds
+// and `fresh`, so the worker regenerates exactly their inputs (same generator, same device).
+Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedReferences(const json& samples) {
+  auto t0 = std::chrono::steady_clock::now();
+  json job = PythonJob("reference");
+  job["sets"] = json::array();
+  for (const json& s : samples) {
+    const json& from = py_sets_.at(s.value("set", size_t{0}));
+    job["sets"].push_back({{"seed", s["seed"]}, {"magnitude", s.value("magnitude", from.value("magnitude", 1.0))},
+                           {"overrides", from["overrides"]}, {"fresh", true}});
+  }
+  job["lock_file"] = PythonLockFile();
+  PythonJobFiles files;
+  files.copies["problem.py"] = problem_.path;
+  KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, PythonLimits()));
+  AddPythonStages("python_timed_reference", run, &verdict_.stages);
+  std::vector<std::vector<std::vector<double>>> refs;
+  Status status = Status::Ok();
+  if (!run.finished() || run.result.contains("error") || run.result.value("sets", json::array()).size() != samples.size())
+    status = Status::Internal("the reference for the sampled timed runs failed (" + run.process.Describe() + ", stage " + run.last_stage +
+                              "): " + run.result.value("error", json::object()).value("message", "") + "\n" + TailLines(run.process.err, 12, 3000));
+  for (size_t k = 0; status.ok() && k < samples.size(); ++k) {
+    const Trial& trial = trials_[samples[k].value("set", size_t{0})];
+    const json& outs = run.result["sets"][k]["outputs"];
+    refs.emplace_back();
+    for (size_t o = 0; status.ok() && o < trial.bound.outputs.size() && o < outs.size(); ++o) {
+      Result<DType> rdt = ParseDType(outs[o].value("reference_dtype", std::string()));
+      Result<std::string> bytes = run.ReadOutput(outs[o].value("file", std::string()));
+      std::vector<double> v(static_cast<size_t>(trial.bound.outputs[o].numel()));
+      if (!rdt.ok() || !bytes.ok() || bytes->size() != v.size() * DTypeSize(*rdt)) {
+        status = Status::Internal("the reference for a sampled timed run has no usable output '" + trial.bound.outputs[o].name + "'");
+        break;
+      }
+      ToDouble(*rdt, bytes->data(), v.size(), v.data());
+      refs.back().push_back(std::move(v));
+    }
+  }
+  Cleanup(run);
+  Stage("timed_reference", t0);
+  if (!status.ok()) return status;
+  return refs;
 }
 
 Status Evaluation::PyTorchBaselines() {
@@ -955,6 +1120,7 @@ Status Evaluation::PyTorchBaselines() {
     json job = PythonJob("baseline");
     job["baseline"] = kind;
     job["timing"] = PythonTimingPlan(trials_.size());
+    job["timed_checks"] = 0;  // the baselines are the problem's own model
     job["lock_file"] = PythonLockFile();
     job.erase("interpret");
     PythonJobFiles files;
@@ -967,8 +1133,10 @@ Status Evaluation::PyTorchBaselines() {
       std::string msg = run->result.value("error", json::object()).value("message", run->process.Describe());
       verdict_.warnings.push_back(name + " baseline: " + msg.substr(0, 400));
     } else {
-      const json& tj = run->result["timing"];
-      verdict_.baselines[name] = ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+      // Timed as the candidate is: fresh inputs, max(device, wall - overhead) per run.
+      Result<PythonTiming> t = ParsePythonTiming(run->result["timing"]);
+      if (t.ok()) verdict_.baselines[name] = ComputeStats(t->effective_ms, t->host_ms);
+      else verdict_.warnings.push_back(name + " baseline: " + t.status().message());
       verdict_.stages[name + "_first_call"] = run->result.value("first_call_seconds", 0.0);
     }
     Cleanup(*run);

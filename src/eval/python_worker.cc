@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -24,6 +26,10 @@ std::string PythonInterpreter() {
 }
 
 fs::path PythonWorkerScript() { return DataDir() / "python" / "kforge_pyworker.py"; }
+
+std::map<std::string, fs::path> PythonWorkerFiles() {
+  return {{"kforge_pyworker.py", PythonWorkerScript()}, {"kforge_pychild.py", DataDir() / "python" / "kforge_pychild.py"}};
+}
 
 namespace {
 
@@ -89,8 +95,10 @@ Result<json> ProbePython(ProcessRunner& runner) {
   if (!cached.is_null()) return cached;
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyprobe"));
   std::error_code ec;
-  fs::copy_file(PythonWorkerScript(), dir / "kforge_pyworker.py", ec);
-  if (ec) return Status::NotFound("the Python worker " + PythonWorkerScript().string() + " is missing: " + ec.message());
+  for (const auto& [name, from] : PythonWorkerFiles()) {
+    fs::copy_file(from, dir / name, ec);
+    if (ec) return Status::NotFound("the Python worker " + from.string() + " is missing: " + ec.message());
+  }
   ProcessSpec spec;
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "probe"};
   spec.cwd = dir;
@@ -120,7 +128,7 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
                                   const Limits& limits) {
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyjob"));
   std::map<std::string, fs::path> copies = files.copies;
-  copies["kforge_pyworker.py"] = PythonWorkerScript();
+  for (const auto& [name, from] : PythonWorkerFiles()) copies[name] = from;
   for (const auto& [name, from] : copies) {
     std::error_code ec;
     fs::copy_file(from, dir / name, fs::copy_options::overwrite_existing, ec);
@@ -137,10 +145,106 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
   spec.limits = limits;
   if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
   WorkerRun run = RunPreparedWorker(runner, spec, dir);
-  // Until the Python worker's supervisor prints its result hash, its result.json is taken as is.
-  if (!run.confirmed && run.process.out.find("kforge-result ") == std::string::npos) run.confirmed = true;
+  VerifyPythonResult(&run);
   run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
+}
+
+// --- What the supervisor wrote, verified. ------------------------------------------------------
+
+namespace {
+
+// The hash on the supervisor's last stdout line, "kforge-result <hex>"; empty when absent.
+std::string PrintedResultHash(const std::string& out) {
+  const std::string tag = "kforge-result ";
+  size_t end = out.find_last_not_of("\n");
+  if (end == std::string::npos) return "";
+  size_t start = out.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::string line = out.substr(start, end + 1 - start);
+  if (line.rfind(tag, 0) != 0) return "";
+  std::string hex = line.substr(tag.size());
+  bool ok = hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c)); });
+  return ok ? hex : "";
+}
+
+// Empty when result.json and every listed file match their hashes, else what did not.
+std::string VerifiedCopy(const WorkerRun& run, const std::string& hash, const fs::path& to) {
+  Result<std::string> text = ReadFile(run.dir / "result.json");
+  if (!text.ok()) return "result.json is missing";
+  if (Sha256Hex(*text) != hash) return "result.json does not match the SHA-256 the worker printed (it was rewritten after the worker wrote it)";
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "result.json is not a JSON object";
+  const json listed = j.value("files", json::object());
+  for (const auto& [name, want] : listed.items()) {
+    if (name.find('/') != std::string::npos || name == ".." || !want.is_string()) return "result.json lists a bad file name: " + name;
+    Result<std::string> bytes = ReadFile(run.dir / name);
+    if (!bytes.ok() || Sha256Hex(*bytes) != want.get<std::string>())
+      return "output file " + name + " was changed or removed after the worker wrote it";
+    if (!WriteFile(to / name, bytes->data(), bytes->size()).ok()) return "cannot copy " + name;
+  }
+  if (!WriteFile(to / "result.json", text->data(), text->size()).ok()) return "cannot copy result.json";
+  return "";
+}
+
+}  // namespace
+
+void VerifyPythonResult(WorkerRun* run) {
+  const std::string hash = PrintedResultHash(run->process.out);
+  const bool exited = run->process.Succeeded();
+  std::string problem = hash.empty() ? "the worker printed no result hash (kforge-result line)" : "";
+  Result<fs::path> fresh = MakeTempDir("pyresult");
+  if (problem.empty() && !fresh.ok()) problem = fresh.status().message();
+  if (problem.empty()) problem = VerifiedCopy(*run, hash, *fresh);
+  run->confirmed = problem.empty();
+  if (problem.empty()) {
+    Result<std::string> text = ReadFile(*fresh / "result.json");
+    run->result = json::parse(text.ok() ? *text : "", nullptr, false);
+    if (run->result.is_discarded()) run->result = json::object();
+  } else {
+    run->result = json::object();
+    if (exited) run->result["error"] = {{"stage", "integrity"}, {"message", problem}};
+  }
+  if (!fresh.ok()) return;
+  if (!std::getenv("KFORGE_KEEP_TEMP")) {
+    std::error_code ec;
+    fs::remove_all(run->dir, ec);
+  }
+  run->dir = *fresh;
+}
+
+// --- Timing. -----------------------------------------------------------------------------------
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Result<PythonTiming> ParsePythonTiming(const json& timing) {
+  PythonTiming t;
+  auto read = [&](const char* key, std::vector<double>* out) {
+    const json v = timing.value(key, json());
+    if (!v.is_array()) return false;
+    for (const json& x : v) {
+      if (!x.is_number()) return false;
+      out->push_back(x.get<double>());
+    }
+    return true;
+  };
+  bool ok = read("device_ms", &t.device_ms) && read("host_ms", &t.host_ms) && read("wall_ms", &t.wall_ms) &&
+            read("prepare_ms", &t.prepare_ms) && read("collect_ms", &t.collect_ms);
+  const size_t n = t.device_ms.size();
+  if (!ok || n == 0 || t.host_ms.size() != n || t.wall_ms.size() != n || t.prepare_ms.size() != n ||
+      t.collect_ms.size() != n || !timing.value("overhead_ms", json()).is_number())
+    return Status::Internal("the Python worker's timing lacks device_ms, host_ms, wall_ms, prepare_ms, collect_ms or overhead_ms");
+  t.overhead_ms = timing["overhead_ms"].get<double>();
+  const json cal = timing.value("calibration", json::object());
+  t.calibration_prepare_ms = cal.value("prepare_ms", 0.0);
+  t.calibration_collect_ms = cal.value("collect_ms", 0.0);
+  for (size_t i = 0; i < n; ++i) t.effective_ms.push_back(std::max(t.device_ms[i], t.wall_ms[i] - t.overhead_ms));
+  return t;
 }
 
 void AddPythonStages(const std::string& prefix, const WorkerRun& run, json* stages) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,9 @@ namespace kforge {
 std::string PythonInterpreter();
 // DataDir()/python/kforge_pyworker.py.
 std::filesystem::path PythonWorkerScript();
+// The worker's files, by name: kforge_pyworker.py (the supervisor) and kforge_pychild.py (the
+// child it forks), both under DataDir()/python; every job folder gets both.
+std::map<std::string, std::filesystem::path> PythonWorkerFiles();
 
 // `kforge_pyworker.py probe` in the sandbox, once per process: {"python", "torch",
 // "torch_compile", "cuda", "devices", "triton"} or {"error"}. Unavailable when Python itself
@@ -38,9 +42,35 @@ struct PythonJobFiles {
   std::map<std::string, std::string> blobs;
 };
 
-// Writes job.json and the files into a fresh folder and runs the worker there.
+// Writes job.json and the files into a fresh folder and runs the worker there. What comes back
+// is what the worker's supervisor wrote, verified (VerifyPythonResult); a job whose result
+// fails the check carries error {"stage": "integrity"} (or nothing, when the worker was killed).
 Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const nlohmann::json& job,
                                   const PythonJobFiles& files, const Limits& limits);
+
+// Lowercase hex SHA-256 (FIPS 180-4) of `data`.
+
+// Checks what a Python job left against its supervisor's last stdout line,
+// `kforge-result <SHA-256 of result.json>`, and every file result.json lists under "files"
+// against its SHA-256; then moves the verified bytes into a fresh folder of the orchestrator's
+// (run->dir), so that nothing still running as the sandbox user can change them afterwards.
+// No line, a mismatch or a missing file: run->result becomes {"error": {"stage": "integrity"}}
+// when the worker exited normally, else empty (how it ended says the rest).
+void VerifyPythonResult(WorkerRun* run);
+
+// The timed runs of a Python job as the orchestrator judges them (docs/python-worker.md): the
+// child's own timers (device_ms, host_ms) are the candidate's to patch, the supervisor's wall
+// clock around each call (wall_ms, minus the round trip measured before the candidate loaded,
+// overhead_ms) is not, so a run takes max(device_ms, wall_ms - overhead_ms).
+struct PythonTiming {
+  std::vector<double> effective_ms, device_ms, host_ms, wall_ms, prepare_ms, collect_ms;
+  double overhead_ms = 0;
+  double calibration_prepare_ms = 0, calibration_collect_ms = 0;  // medians of the null runs
+};
+// Reads result.json's `timing`; an error when its arrays are missing or of unequal lengths.
+Result<PythonTiming> ParsePythonTiming(const nlohmann::json& timing);
+// The median of `v` (0 when empty).
+double MedianOf(std::vector<double> v);
 
 // Copies a Python job's wall time and per-stage seconds into a verdict's stages as
 // "<prefix>.wall", "<prefix>.<stage>" (where the time of a judgement goes).

@@ -4,6 +4,7 @@
 // candidates in Triton's interpreter, and the eager baseline.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -60,6 +61,38 @@ class PyTorchTest : public ::testing::Test {
     return v.ok() ? *v : Verdict{};
   }
   bool HaveTriton() const { return probe_.contains("triton"); }
+  // The attack candidates (issue 10) with the static check off, so that only the runtime gates
+  // can stop them; `min_runs` > 3 for the tests that compare times.
+  Verdict EvalAttack(const fs::path& candidate, int min_runs = 3) {
+    Result<Problem> p = LoadProblem(kGemm);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (!p.ok()) return {};
+    EvalOptions o = Options("pytorch");
+    o.static_check = false;
+    o.min_runs = min_runs;
+    o.max_runs = std::max(10, min_runs);
+    o.budget_ms = min_runs > 3 ? 300 : 30;
+    Result<Verdict> v = Evaluate(*p, candidate, o, *runner_);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Verdict{};
+  }
+  // The honest twin of an attack candidate: the same file with CHEAT = False.
+  fs::path Twin(const fs::path& cheat) {
+    std::string text = ReadFile(cheat).value();
+    size_t at = text.find("CHEAT = True");
+    EXPECT_NE(at, std::string::npos) << cheat;
+    if (at != std::string::npos) text.replace(at, 12, "CHEAT = False");
+    static fs::path dir = MakeTempDir("pytwins").value();
+    fs::path twin = dir / cheat.filename();
+    EXPECT_TRUE(WriteFileAtomic(twin, text).ok());
+    return twin;
+  }
+  // The supervisor's wall-clock median minus the calibrated round trip: what the verdict's
+  // median may not undercut.
+  static double WallMinusOverhead(const Verdict& v) {
+    const nlohmann::json t = v.fingerprint.value("timing", nlohmann::json::object());
+    return t.value("wall_median_ms", 0.0) - t.value("overhead_ms", 0.0);
+  }
 
   std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
   nlohmann::json probe_;
@@ -175,6 +208,127 @@ TEST_F(PyTorchTest, GivenOverriddenConstantsTheReferenceRunsAtThoseSizes) {
   EXPECT_EQ(v->fingerprint["problem_constants"]["in_features"], 40);
   EXPECT_TRUE(v->baselines.count("torch_eager"));
   EXPECT_DOUBLE_EQ(v->bytes, 4.0 * (6 * 40 + 24 * 40 + 24 + 6 * 24));  // x, gemm weight, bias, out
+}
+
+// --- Issue 10: attacks on the Python worker, each against its honest twin. ----------------------
+
+TEST(PythonWorkerTest, Sha256MatchesTheStandardsTestVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(PythonWorkerTest, GivenAResultChangedAfterTheWorkerWroteItVerificationRefusesIt) {
+  auto make = [](const std::string& result, const std::string& printed, const std::string& out_bytes) {
+    WorkerRun run;
+    run.dir = MakeTempDir("pyverify").value();
+    EXPECT_TRUE(WriteFileAtomic(run.dir / "result.json", result).ok());
+    EXPECT_TRUE(WriteFileAtomic(run.dir / "out_0_a_out.bin", out_bytes).ok());
+    run.process.end = ProcessResult::End::kExited;
+    run.process.exit_code = 0;
+    run.process.out = "kforge-result " + Sha256Hex(printed) + "\n";
+    VerifyPythonResult(&run);
+    return run;
+  };
+  const std::string good = R"({"files": {"out_0_a_out.bin": ")" + Sha256Hex("1234") + R"("}, "done": true})";
+  WorkerRun ok = make(good, good, "1234");
+  EXPECT_TRUE(ok.finished()) << ok.result.dump();
+  EXPECT_EQ(ok.ReadOutput("out_0_a_out.bin").value(), "1234");
+  WorkerRun rewritten = make(R"({"done": true, "timing": {}})", good, "1234");
+  EXPECT_EQ(rewritten.result["error"]["stage"], "integrity") << rewritten.result.dump();
+  WorkerRun changed_file = make(good, good, "4321");
+  EXPECT_NE(changed_file.result["error"].value("message", "").find("out_0_a_out.bin was changed"), std::string::npos)
+      << changed_file.result.dump();
+  for (const WorkerRun* r : {&ok, &rewritten, &changed_file}) Cleanup(*r);
+}
+
+TEST_F(PyTorchTest, GivenAnOutputCacheKeyedOnInputValuesFreshInputsNeverLetItHit) {
+  // Timed runs that rotated over two fixed input sets let this cache hit on every run; with a
+  // fresh seed per timed run its key never repeats, so it computes (and is timed) honestly.
+  const fs::path cheat = kKb / "candidates" / "12_cache_by_values.py";
+  Verdict v = EvalAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_EQ(v.fingerprint["timing"]["fresh_inputs"], true);
+  EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+  EXPECT_EQ(EvalAttack(Twin(cheat)).status, VerdictStatus::kCorrect);
+}
+
+TEST_F(PyTorchTest, GivenACacheThatReplaysTheOutputOfOtherInputsTheIdenticalOutputCheckCatchesIt) {
+  const fs::path cheat = kKb / "candidates" / "12_cache_coarse.py";
+  Verdict v = EvalAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_EQ(v.gate, "timed_outputs");
+  EXPECT_NE(v.message.find("timed run "), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("byte-identical"), std::string::npos) << v.message;
+  Verdict twin = EvalAttack(Twin(cheat));
+  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+}
+
+TEST_F(PyTorchTest, GivenACacheThatPerturbsItsReplaysTheSampledReferenceCatchesIt) {
+  // No two outputs repeat, so the identical-output check sees nothing; the reservoir sample of
+  // timed runs, compared with float64 references for their own seeds, finds the stale output.
+  Verdict v = EvalAttack(kKb / "candidates" / "12_cache_coarse_noisy.py");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_NE(v.message.find("(fresh inputs, seed "), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("output 'out'"), std::string::npos) << v.message;
+}
+
+TEST_F(PyTorchTest, GivenAModelNewThatSkipsEveryOtherTimedCallItIsWrongOutputNamingTheRun) {
+  const fs::path cheat = kKb / "candidates" / "12_skip_alternate.py";
+  Verdict v = EvalAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_NE(v.message.find("timed run "), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("a skipped or cached call"), std::string::npos) << v.message;
+  Verdict twin = EvalAttack(Twin(cheat));
+  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+}
+
+TEST_F(PyTorchTest, GivenPatchedClocksTheVerdictKeepsTheSupervisorsWallClock) {
+  // The candidate's process reads its clocks at 0.8x; the verdict's median is per run
+  // max(device, wall - overhead), so it cannot fall below the supervisor's wall clock.
+  const fs::path cheat = kKb / "candidates" / "12_patch_clocks.py";
+  Verdict v = EvalAttack(cheat, 10);
+  ASSERT_TRUE(v.status == VerdictStatus::kCorrect || v.gate == "host_time") << v.message;
+  ASSERT_TRUE(v.timing.has_value());
+  const double wall = WallMinusOverhead(v);
+  EXPECT_LT(v.fingerprint["timing"]["device_median_ms"].get<double>(), 0.9 * wall) << "the patch did not take";
+  EXPECT_GE(v.timing->median_ms, 0.99 * wall);
+  Verdict twin = EvalAttack(Twin(cheat), 10);
+  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  EXPECT_GE(twin.timing->median_ms, 0.99 * WallMinusOverhead(twin));
+}
+
+TEST_F(PyTorchTest, GivenAnExitHandlerThatRewritesResultJsonItNeverRuns) {
+  const fs::path cheat = kKb / "candidates" / "12_atexit_rewrite.py";
+  Verdict v = EvalAttack(cheat);
+  Verdict twin = EvalAttack(Twin(cheat));
+  ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_GT(v.timing->median_ms, 0.2 * twin.timing->median_ms);  // a rewrite divides by 100
+  EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+}
+
+TEST_F(PyTorchTest, GivenAProcessLeftBehindThatRewritesResultJsonTheHashCheckRefusesIt) {
+  // It may lose the race (then nothing changed), or rewrite result.json, whose SHA-256 then no
+  // longer matches the one the worker printed: never a changed number in the verdict.
+  Verdict v = EvalAttack(kKb / "candidates" / "12_late_rewrite.py");
+  if (v.status == VerdictStatus::kCorrect) {
+    EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+    EXPECT_GT(v.timing->median_ms, 0.1);
+  } else {
+    EXPECT_EQ(v.status, VerdictStatus::kRuntimeError) << v.message;
+    EXPECT_NE(v.message.find("integrity"), std::string::npos) << v.message;
+  }
+}
+
+TEST_F(PyTorchTest, GivenACandidateThatKillsTheWorkerItIsARuntimeError) {
+  const fs::path cheat = kKb / "candidates" / "12_kill_worker.py";
+  Verdict v = EvalAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError) << v.message;
+  Verdict twin = EvalAttack(Twin(cheat));
+  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
 }
 
 TEST_F(PyTorchTest, GivenATritonKfRunCandidateOnAKforgeProblemTheInterpreterJudgesIt) {

@@ -1,0 +1,866 @@
+#!/usr/bin/env python3
+"""The child of kforge's Python worker (kforge_pyworker.py, docs/python-worker.md): everything
+candidate-related, on the supervisor's command.
+
+The supervisor forks it and calls child_main(). It builds the problem's model, loads the
+candidate into this interpreter, runs the reference, checks and timed runs, and answers every
+command over the channel with raw bytes and its own timers. Once the candidate is loaded,
+nothing here is trusted: the candidate can patch any of it. The supervisor relies only on what
+it measures itself and on the bytes it receives.
+
+Also here: the channel both processes speak, and the worker's errors.
+"""
+import copy
+import ctypes
+import hashlib
+import inspect
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+import types
+
+MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
+PR_SET_PDEATHSIG = 1
+CHUNK = 8 << 20  # bytes per socket read of a large blob (a multiple of every element size)
+ELEMENT_SIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
+
+
+
+class WorkerError(Exception):
+    """A failure of the candidate (or the problem) at a named stage."""
+
+    def __init__(self, stage_name, message):
+        super().__init__(message)
+        self.stage = stage_name
+
+
+class ChildGone(Exception):
+    """The child closed its end of the channel: it died, or the candidate closed the socket."""
+
+
+
+# --- The channel: length-prefixed JSON messages, each followed by its raw blobs. --------------
+#
+# A message is a 4-byte big-endian length and that many bytes of UTF-8 JSON. When the JSON has
+# "blobs": [n0, n1, ...], blobs of exactly those sizes follow, in order. The supervisor reads
+# blobs in chunks (read_blob), so that no message from the child needs to fit in memory twice.
+
+MAX_HEADER = 16 << 20
+
+
+class Channel:
+    def __init__(self, sock):
+        self.sock = sock
+
+    def send(self, obj, blobs=()):
+        views = [memoryview(b).cast("B") for b in blobs]
+        if views:
+            obj = dict(obj, blobs=[len(v) for v in views])
+        data = json.dumps(obj).encode()
+        self.sock.sendall(struct.pack(">I", len(data)) + data)
+        for v in views:
+            self.sock.sendall(v)
+
+    def recv(self):
+        (n,) = struct.unpack(">I", self.read_exact(4))
+        if n > MAX_HEADER:
+            raise WorkerError("run", "the child broke the protocol: a message of %d bytes" % n)
+        try:
+            msg = json.loads(self.read_exact(n))
+        except ValueError as e:
+            raise WorkerError("run", "the child broke the protocol: %s" % e)
+        if not isinstance(msg, dict):
+            raise WorkerError("run", "the child broke the protocol: a message that is not an object")
+        return msg
+
+    def read_exact(self, n):
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise ChildGone("end of channel")
+            got += k
+        return bytes(buf)
+
+    def read_blob(self, n, sink):
+        """Feeds the next n bytes to sink(memoryview) in chunks of CHUNK bytes (the last may
+        be shorter)."""
+        buf = bytearray(min(n, CHUNK))
+        view = memoryview(buf)
+        left = n
+        while left > 0:
+            want, got = min(left, CHUNK), 0
+            while got < want:
+                k = self.sock.recv_into(view[got:want], want - got)
+                if k == 0:
+                    raise ChildGone("end of channel")
+                got += k
+            sink(view[:want])
+            left -= want
+
+
+# --- Tensors (child). ------------------------------------------------------------------------
+
+def torch_dtypes():
+    import torch
+    return {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+            "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64}
+
+
+def dtype_name(dt):
+    for name, t in torch_dtypes().items():
+        if t == dt:
+            return name
+    raise WorkerError("describe", "unsupported tensor dtype %s (kforge handles float32, float64, "
+                      "float16, bfloat16, int32, int64)" % dt)
+
+
+def tensor_array(t):
+    """t's bytes as a flat, contiguous host array (raw little-endian, row-major)."""
+    import torch
+    t = t.detach().contiguous().cpu().reshape(-1)
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.view(torch.int16)
+    return t.numpy()
+
+
+def tensor_hash(t):
+    return hashlib.blake2b(tensor_array(t).tobytes(), digest_size=8).hexdigest()
+
+
+def read_tensor(folder, desc, device):
+    import numpy
+    import torch
+    dt = torch_dtypes()[desc["dtype"]]
+    raw = open(os.path.join(folder, desc["file"]), "rb").read()
+    if dt in (torch.bfloat16, torch.float16):
+        t = torch.from_numpy(numpy.frombuffer(raw, dtype=numpy.int16).copy()).view(dt)
+    else:
+        npdt = {torch.float32: numpy.float32, torch.float64: numpy.float64,
+                torch.int32: numpy.int32, torch.int64: numpy.int64}[dt]
+        t = torch.from_numpy(numpy.frombuffer(raw, dtype=npdt).copy())
+    return t.reshape(desc["dims"]).to(device)
+
+
+POISON = {  # bit patterns, as in src/worker/protocol.cc
+    "float32": (0x7fc0dead, 0xffc0beef), "float64": (0x7ff80000dead0001, 0xfff80000beef0002),
+    "float16": (0x7e01, 0xfe02), "bfloat16": (0x7fc1, 0xffc2),
+    "int32": (-0x7ead1234, 0x5eed5eed), "int64": (-0x7ead12345678, 0x5eed5eed5eed),
+}
+GUARD_ELEMENTS = 1024
+
+
+def poison_fill(t, name, which):
+    import torch
+    bits = POISON[name][which]
+    int_view = {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
+                torch.bfloat16: torch.int16, torch.int32: torch.int32, torch.int64: torch.int64}
+    width = t.element_size() * 8
+    if bits >= 1 << (width - 1):
+        bits -= 1 << width
+    t.view(int_view[t.dtype]).fill_(bits)
+
+
+# --- Loading problems and candidates (child). -------------------------------------------------
+
+CONSTANT_RE = r"^({name})[ \t]*(?::[^=\n]*)?=[^\n]*$"
+
+
+def module_constants(source):
+    """Top-level `name = <int or float literal>` lines: the problem's size constants."""
+    out = {}
+    for m in re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*([-+]?[0-9][0-9_.eE+-]*)[ \t]*(#.*)?$",
+                         source, re.M):
+        text = m.group(2)
+        try:
+            out[m.group(1)] = int(text)
+        except ValueError:
+            try:
+                out[m.group(1)] = float(text)
+            except ValueError:
+                pass
+    return out
+
+
+def load_module(path, name, overrides=None):
+    """Executes a Python file as a fresh module. Overrides replace top-level constant lines in
+    the source before it runs, so constants derived from them follow."""
+    source = open(path).read()
+    constants = module_constants(source)
+    for key, value in (overrides or {}).items():
+        if key not in constants:
+            raise WorkerError("load", "'%s' is not a module-level constant of %s; its constants are: %s"
+                              % (key, os.path.basename(path), ", ".join(sorted(constants)) or "none"))
+        source = re.sub(CONSTANT_RE.format(name=re.escape(key)), "%s = %r" % (key, value), source,
+                        count=1, flags=re.M)
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def param_name(qualified, taken):
+    base = re.sub(r"[^A-Za-z0-9_]", "_", qualified)
+    name = base
+    while name in taken:
+        name += "_param"
+    taken.add(name)
+    return name
+
+
+def fresh_args(module, seed, device):
+    """A timed run's inputs: torch.manual_seed(seed) and the module's get_inputs(), generated on
+    the device itself where PyTorch can (2.0 and newer: factories under `with torch.device`), so
+    that a reference job on the same device regenerates exactly these values."""
+    import torch
+    torch.manual_seed(seed)
+    ctx = torch.device(device)
+    if device != "cpu" and hasattr(ctx, "__enter__"):
+        with ctx:
+            return list(module.get_inputs())
+    return list(module.get_inputs())
+
+
+class Instance:
+    """One KernelBench problem at one size assignment and seed: model, inputs, names. Check
+    trials generate their inputs on the CPU (the reference reports their hashes); `fresh` ones,
+    for timed runs, on the device (fresh_args)."""
+
+    def __init__(self, module, seed, magnitude, device, model=None, fresh=False):
+        import torch
+        self.module = module
+        torch.manual_seed(MODEL_SEED)
+        self.init_inputs = list(module.get_init_inputs())
+        torch.manual_seed(MODEL_SEED)
+        # The module's own mode (training, as constructed), as KernelBench runs it: BatchNorm uses
+        # batch statistics. Every forward call is preceded by torch.manual_seed(seed) so that
+        # random operations (dropout) draw the same numbers in the reference and the candidate.
+        # Sets with the same constants share one model (its parameters depend only on them).
+        self.model = model if model is not None else module.Model(*self.init_inputs)
+        self.seed = seed
+        if fresh:
+            args = fresh_args(module, seed, device)
+        else:
+            torch.manual_seed(seed)
+            args = list(module.get_inputs())
+        try:
+            names = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
+        except (TypeError, ValueError):
+            names = []
+        if len(names) != len(args) or any(n.startswith("*") for n in names):
+            names = ["x%d" % i for i in range(len(args))]
+        self.arg_names = names
+        self.args = []
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                a = a * magnitude
+            self.args.append(a.to(device) if isinstance(a, torch.Tensor) else a)
+        if model is None:
+            self.model.to(device)
+        taken = set(self.arg_names)
+        self.params = []  # (name, kind, qualified, tensor)
+        for q, p in self.model.named_parameters():
+            self.params.append((param_name(q, taken), "param", q, p.data))
+        for q, b in self.model.named_buffers():
+            self.params.append((param_name(q, taken), "buffer", q, b))
+
+    def tensor_inputs(self):
+        """(name, kind, tensor) for every tensor the computation reads."""
+        import torch
+        out = [(n, "input", a) for n, a in zip(self.arg_names, self.args) if isinstance(a, torch.Tensor)]
+        return out + [(n, k, t) for n, k, _, t in self.params]
+
+
+class RunInputs:
+    """What one call of an implementation reads: positional arguments (KernelBench), named
+    tensors (kf_run, and the mutation checks: inputs and parameters, not buffers), attributes,
+    and the seed set before the call."""
+
+    def __init__(self, args, named, attrs, seed, inst=None):
+        self.args, self.named, self.attrs, self.seed, self.inst = args, named, attrs, seed, inst
+
+
+def as_outputs(result):
+    import torch
+    if isinstance(result, torch.Tensor):
+        return [("out", result)]
+    if isinstance(result, (tuple, list)) and all(isinstance(r, torch.Tensor) for r in result):
+        return [("out%d" % i, r) for i, r in enumerate(result)]
+    raise WorkerError("run", "forward returned %s; kforge compares tensors or tuples of tensors"
+                      % type(result).__name__)
+
+
+def check_outputs(outs, expected):
+    """Outputs must have the shapes and dtypes the reference has."""
+    if len(outs) != len(expected):
+        raise WorkerError("check", "returned %d outputs; the reference returns %d" % (len(outs), len(expected)))
+    for t, d in zip(outs, expected):
+        if list(t.shape) != list(d["dims"]) or dtype_name(t.dtype) != d["dtype"]:
+            raise WorkerError("check", "output '%s' is %s %s; the reference's is %s %s" % (
+                d["name"], dtype_name(t.dtype), list(t.shape), d["dtype"], d["dims"]))
+
+
+# --- The device: synchronisation, timers, cache flush (child). --------------------------------
+
+class Device:
+    def __init__(self, spec):
+        import torch
+        self.spec = spec
+        self.cuda = spec.startswith("cuda")
+        self.torch = torch
+        if self.cuda:
+            if not torch.cuda.is_available():
+                raise WorkerError("device", "PyTorch sees no CUDA device (torch %s, CUDA %s); run on a "
+                                  "machine with an NVIDIA GPU or use --device cpu" % (torch.__version__, torch.version.cuda))
+            self.index = int(spec.split(":")[1]) if ":" in spec else 0
+            torch.cuda.set_device(self.index)
+            props = torch.cuda.get_device_properties(self.index)
+            l2 = getattr(props, "L2_cache_size", 50 << 20)
+            self.llc = l2
+            self.reset_persisting_l2()
+        else:
+            self.llc = cpu_llc_bytes()
+        self.flush_buffer = None
+
+    def reset_persisting_l2(self):
+        """cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0): a persisting window would
+        survive the flush."""
+        self.l2_reset = False
+        for lib in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+            try:
+                rt = ctypes.CDLL(lib)
+                self.l2_reset = rt.cudaDeviceSetLimit(0x06, ctypes.c_size_t(0)) == 0
+                break
+            except OSError:
+                continue
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def flush(self):
+        if self.flush_buffer is None:
+            n = max(2 * self.llc, 64 << 20) // 4
+            self.flush_buffer = self.torch.empty(n, dtype=self.torch.float32, device=self.spec)
+        self.flush_buffer.fill_(1.0)
+        self.sync()
+
+    def fingerprint(self):
+        t = self.torch
+        fp = {"python": sys.version.split()[0], "torch": t.__version__, "device": self.spec}
+        if self.cuda:
+            props = t.cuda.get_device_properties(self.index)
+            fp.update({"name": props.name, "cuda": t.version.cuda,
+                       "compute_capability": "%d.%d" % (props.major, props.minor),
+                       "memory_bytes": props.total_memory, "l2_bytes": self.llc,
+                       "persisting_l2_reset": self.l2_reset})
+        else:
+            fp.update({"name": cpu_name(), "threads": t.get_num_threads(), "llc_bytes": self.llc})
+        try:
+            import triton
+            fp["triton"] = triton.__version__
+        except Exception:
+            pass
+        return fp
+
+    def timed_call(self, fn):
+        """Runs fn once between device timers; returns (output, device_ms, host_ms). Both are the
+        child's own clocks: the supervisor's wall clock is the trusted one."""
+        t = self.torch
+        if self.cuda:
+            start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            h0 = time.perf_counter()
+            start.record()
+            out = fn()
+            end.record()
+            t.cuda.synchronize()
+            h1 = time.perf_counter()
+            return out, start.elapsed_time(end), (h1 - h0) * 1e3
+        h0 = time.perf_counter()
+        out = fn()
+        h1 = time.perf_counter()
+        return out, (h1 - h0) * 1e3, (h1 - h0) * 1e3
+
+
+def cpu_llc_bytes():
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in os.listdir(base):
+            try:
+                text = open(os.path.join(base, entry, "size")).read().strip()
+                mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
+                best = max(best, int(text.rstrip("KM")) * mult)
+            except (OSError, ValueError):
+                pass
+    except OSError:
+        pass
+    return best or 32 << 20
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu"
+
+
+def thread_count(pid="self"):
+    try:
+        for line in open("/proc/%s/status" % pid):
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def precision_state(torch):
+    state = {"float32_matmul_precision": torch.get_float32_matmul_precision()
+             if hasattr(torch, "get_float32_matmul_precision") else "highest"}
+    if torch.cuda.is_available():
+        state["tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
+        state["tf32_cudnn"] = bool(torch.backends.cudnn.allow_tf32)
+        state["fp16_reduced_precision_reduction"] = bool(
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
+    return state
+
+
+def count_flops(inst):
+    """Floating-point operations of one forward pass as PyTorch's FlopCounterMode counts them
+    (matmuls and convolutions; PyTorch 2.1 and newer), else None."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return None
+    try:
+        counter = FlopCounterMode(display=False)
+        with counter:
+            inst.model(*inst.args)
+        return float(counter.get_total_flops())
+    except Exception:
+        return None
+
+
+# --- The child: everything candidate-related, on the supervisor's command. --------------------
+#
+# Each cmd_<name> handler takes the command and returns (reply, blobs). It runs with the
+# candidate's code in the same interpreter once `load` has run, so nothing it reports is
+# trusted: the supervisor checks what it can from the bytes it receives and times it itself.
+
+class Child:
+    def __init__(self, spec, folder, chan):
+        self.spec, self.folder, self.chan = spec, folder, chan
+        self.modules, self.models, self.models64, self.new_models = {}, {}, {}, {}
+        self.hashes, self.copies = {}, {}
+        self.sets = {}          # set index -> RunInputs of its check trial
+        self.candidate = None
+        self.entry = None       # kf_run entry, or None for models (ModelNew, baselines)
+        self.set_models = {}    # set index -> the model that runs it
+        self.set_outs = {}      # set index -> kf_run output buffers [(name, dtype, view, guard)]
+        self.null_outs = {}     # set index -> outputs of the null op (calibration)
+        self.pending = None     # the prepared timed run: (set, RunInputs or None, fn, clones)
+        self.last = None        # its outputs, after go
+        self.timed_changed = {}  # set index -> names of fresh inputs a timed run changed
+
+    def serve(self):
+        while True:
+            msg = self.chan.recv()
+            blobs = ()
+            try:
+                reply, blobs = getattr(self, "cmd_" + msg["cmd"])(msg)
+            except WorkerError as e:
+                reply = {"error": {"stage": e.stage, "message": str(e)}}
+            except BaseException as e:  # the candidate's or the model's own exception, SystemExit too
+                tb = traceback.format_exc().splitlines()
+                reply = {"error": {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}}
+            self.chan.send(reply, blobs)
+
+    # Problem state.
+    def module(self, overrides):
+        key = json.dumps(overrides, sort_keys=True)
+        if key not in self.modules:
+            problem = self.spec["problem"]
+            self.modules[key] = load_module(os.path.join(self.folder, problem["module"]),
+                                            "kforge_problem_%d" % len(self.modules), overrides)
+        return self.modules[key]
+
+    def instance(self, s, seed=None, fresh=False):
+        key = json.dumps(s.get("overrides", {}), sort_keys=True)
+        inst = Instance(self.module(s.get("overrides", {})), s["seed"] if seed is None else seed,
+                        s.get("magnitude", 1.0), self.device.spec, self.models.get(key), fresh or s.get("fresh", False))
+        self.models[key] = inst.model
+        return inst
+
+    def hash(self, t):
+        """tensor_hash, once per tensor object (parameters are shared between sets)."""
+        key = (id(t), t.data_ptr())
+        if key not in self.hashes:  # the entry keeps t alive, so its id is not reused
+            self.hashes[key] = (t, tensor_hash(t))
+        return self.hashes[key][1]
+
+    def pristine(self, t):
+        """A private copy of an input, to compare with after each run (exact, on the device)."""
+        key = (id(t), t.data_ptr())
+        if key not in self.copies:
+            self.copies[key] = (t, t.detach().clone())
+        return self.copies[key][1]
+
+    def input_states(self, named):
+        """Per input "same", or "changed" when it differs from the copy taken before the first run."""
+        return ["same" if same_bits(t, self.pristine(t)) else "changed" for t in named.values()]
+
+    def cmd_init(self, msg):
+        if self.spec.get("interpret"):
+            os.environ["TRITON_INTERPRET"] = "1"
+        import torch
+        self.torch = torch
+        self.device = Device(self.spec.get("device", "cpu"))
+        self.tiny = torch.zeros(1, device=self.device.spec)
+        return {"fingerprint": self.device.fingerprint(), "llc_bytes": self.device.llc}, ()
+
+    def cmd_reference(self, msg):
+        """Describes set i (inputs, parameters, outputs) and computes its reference output in
+        float64 where the model's operations allow, else in the problem's own precision."""
+        torch = self.torch
+        i = msg["set"]
+        s = self.spec["sets"][i]
+        inst = self.instance(s)
+        desc = {"set": i, "outputs": [], "inputs": []}
+        files, blobs = [], []
+        if not s.get("fresh"):
+            constants = module_constants(open(inst.module.__file__).read())
+            constants.update(s.get("overrides", {}))
+            desc.update({"constants": constants, "init_inputs": [repr(v) for v in inst.init_inputs],
+                         "scalars": [{"name": n, "value": a} for n, a in zip(inst.arg_names, inst.args)
+                                     if not isinstance(a, torch.Tensor)]})
+            for name, kind, t in inst.tensor_inputs():
+                d = {"name": name, "kind": kind, "dtype": dtype_name(t.dtype), "dims": list(t.shape),
+                     "hash": self.hash(t)}
+                if self.spec.get("write_inputs", False):
+                    d["file"] = "in_%d_%s.bin" % (i, name)
+                    files.append(d["file"])
+                    blobs.append(tensor_array(t))
+                desc["inputs"].append(d)
+        with torch.no_grad():
+            torch.manual_seed(inst.seed)
+            state = copy.deepcopy(inst.model.state_dict())
+            native = as_outputs(inst.model(*inst.args))
+            if not s.get("fresh"):
+                flops = count_flops(inst)
+                if flops is not None:
+                    desc["flops"] = flops
+            inst.model.load_state_dict(state)  # undo running-statistics updates
+            precision, ref = self.float64_outputs(inst, state, native)
+        for (name, t), (_, r) in zip(native, ref):
+            f = "ref_%d_%s.bin" % (i, name)
+            files.append(f)
+            blobs.append(tensor_array(r.double() if r.is_floating_point() else r))
+            desc["outputs"].append({"name": name, "dtype": dtype_name(t.dtype), "dims": list(t.shape),
+                                    "file": f, "reference_dtype": "float64" if r.is_floating_point() else dtype_name(r.dtype)})
+        desc["reference_precision"] = precision
+        self.device.sync()
+        return {"desc": desc, "files": files}, blobs
+
+    def float64_outputs(self, inst, state, native):
+        torch = self.torch
+        try:
+            key = id(inst.model)
+            if key not in self.models64:
+                self.models64 = {key: copy.deepcopy(inst.model).double()}  # one at a time
+            model64 = self.models64[key]
+            model64.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in state.items()})
+            args64 = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                      for a in inst.args]
+            torch.manual_seed(inst.seed)
+            return "float64", as_outputs(model64(*args64))
+        except Exception as e:  # an operation without a float64 kernel on this device
+            return "native (float64 failed: %s)" % str(e).splitlines()[0][:200], native
+
+    def cmd_setup(self, msg):
+        """Builds the problem's models and the check trials' inputs of the given sets, before the
+        candidate is loaded."""
+        for i in msg["sets"]:
+            s = self.spec["sets"][i]
+            if self.spec["problem"]["kind"] != "kernelbench":
+                named = {d["name"]: read_tensor(self.folder, d, self.device.spec) for d in s["inputs"]}
+                attrs = {a["name"]: (a["i"] if a.get("integer", False) else a["f"]) for a in s.get("attrs", [])}
+                self.sets[i] = RunInputs(list(named.values()), named, attrs, s.get("seed", 0))
+                continue
+            inst = self.instance(s)
+            hashes = s.get("input_hashes")
+            if hashes:
+                got = {n: self.hash(t) for n, _, t in inst.tensor_inputs()}
+                if got != hashes:
+                    raise WorkerError("inputs", "regenerated inputs differ from the reference's (the problem's "
+                                      "get_inputs is not deterministic under a fixed seed)")
+            # Running statistics (buffers) may legitimately change; inputs and parameters may not.
+            named = {n: t for n, k, t in inst.tensor_inputs() if k != "buffer"}
+            self.sets[i] = RunInputs(inst.args, named, {}, inst.seed, inst)
+        return {}, ()
+
+    def cmd_load(self, msg):
+        sys.path.insert(0, self.folder)
+        default = precision_state(self.torch)
+        try:
+            self.candidate = load_module(os.path.join(self.folder, self.spec["candidate"]), "kforge_candidate")
+        except WorkerError:
+            raise
+        except BaseException as e:  # SyntaxError, ImportError, a failed inline build
+            tb = traceback.format_exc().splitlines()
+            raise WorkerError("load", "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-20:])))
+        return {"precision_default": default}, ()
+
+    def cmd_build(self, msg):
+        """The implementation of every set: the problem's model (baselines, compiled for
+        `compile`), one ModelNew per reference model, or kf_run with guarded output buffers."""
+        torch = self.torch
+        spec = self.spec
+        reply = {}
+        compiled = {}
+        for i, inp in self.sets.items():
+            if spec["mode"] == "baseline":
+                model = inp.inst.model
+                if spec["baseline"] == "compile":
+                    if not hasattr(torch, "compile"):
+                        raise WorkerError("compile", "torch %s has no torch.compile (PyTorch 2.0 or newer has it)" % torch.__version__)
+                    compiled.setdefault(id(model), torch.compile(model))
+                    model = compiled[id(model)]
+                self.set_models[i] = model
+            elif spec["entry"] == "ModelNew":
+                if inp.inst is None:
+                    raise WorkerError("load", "a ModelNew candidate needs a PyTorch problem (KernelBench format); "
+                                      "for a kforge problem write kf_run(inputs, outputs, attrs)")
+                key = id(inp.inst.model)  # one ModelNew per reference model (sets with the same constants)
+                if key not in self.new_models:
+                    torch.manual_seed(MODEL_SEED)
+                    model = self.candidate.ModelNew(*inp.inst.init_inputs)
+                    reply["parameters"] = copy_parameters(inp.inst.model, model)
+                    self.new_models[key] = model.to(self.device.spec)
+                self.set_models[i] = self.new_models[key]
+            else:
+                self.entry = getattr(self.candidate, spec["entry"], None)
+                if self.entry is None:
+                    raise WorkerError("load", "the candidate defines no '%s'; a Triton candidate defines "
+                                      "kf_run(inputs, outputs, attrs) (docs/abi-triton.md)" % spec["entry"])
+                self.set_outs[i] = self.output_buffers(spec["sets"][i]["outputs"], GUARD_ELEMENTS)
+        return reply, ()
+
+    def output_buffers(self, descs, guard):
+        dtypes = torch_dtypes()
+        outs = []
+        for d in descs:
+            n = 1
+            for x in d["dims"]:
+                n *= x
+            flat = self.torch.zeros(n + guard, dtype=dtypes[d["dtype"]], device=self.device.spec)
+            outs.append((d["name"], d["dtype"], flat[:n].view(d["dims"]), flat[n:]))
+        return outs
+
+    def function(self, i, inp):
+        """fn() runs set i's implementation once on inp and returns the list of output tensors;
+        the seed is set inside, so that it is part of the timed call."""
+        torch = self.torch
+        seed = inp.seed
+        if self.entry is None:
+            model, args = self.set_models[i], inp.args
+
+            def call():
+                torch.manual_seed(seed)
+                return [t for _, t in as_outputs(model(*args))]
+            return call
+        outs, entry, named, attrs = self.set_outs[i], self.entry, inp.named, inp.attrs
+        outputs = {name: t for name, _, t, _ in outs}
+
+        def call():
+            torch.manual_seed(seed)
+            entry(named, outputs, attrs)
+            return [t for _, _, t, _ in outs]
+        return call
+
+    def poison(self, i, which):
+        for _, dt, t, guard in self.set_outs.get(i, ()):
+            poison_fill(t, dt, which)
+            poison_fill(guard, dt, which)
+
+    def overrun(self, i, which):
+        for name, dt, _, guard in self.set_outs.get(i, ()):
+            ref = self.torch.empty_like(guard)
+            poison_fill(ref, dt, which)
+            if not same_bits(guard, ref):
+                return "wrote past the end of output '%s'" % name
+        return None
+
+    def cmd_first_run(self, msg):
+        with self.torch.no_grad():
+            for i, inp in self.sets.items():
+                check_outputs(self.function(i, inp)(), self.spec["sets"][i]["outputs"])
+        self.device.sync()
+        return {}, ()
+
+    def cmd_check(self, msg):
+        """One check run of set i with poison `which` (kf_run outputs): outputs as blobs."""
+        i, which = msg["set"], msg["which"]
+        inp = self.sets[i]
+        reply = {}
+        if msg.get("before"):
+            reply["input_hashes_before"] = self.input_states(inp.named)
+        self.poison(i, which)
+        self.device.sync()
+        with self.torch.no_grad():
+            outs, ms, _ = self.device.timed_call(self.function(i, inp))
+        check_outputs(outs, self.spec["sets"][i]["outputs"])
+        reply["overrun"] = self.overrun(i, which)
+        reply["ms"] = ms
+        if msg.get("after"):
+            reply["input_hashes_after"] = self.input_states(inp.named)
+        arrays = [tensor_array(t) for t in outs]
+        reply["outputs"] = [{"name": d["name"], "nbytes": a.nbytes} for d, a in zip(self.spec["sets"][i]["outputs"], arrays)]
+        return reply, arrays
+
+    def cmd_precision(self, msg):
+        return {"state": precision_state(self.torch)}, ()
+
+    def cmd_input_states(self, msg):
+        return {"states": {str(i): self.input_states(self.sets[i].named) for i in msg["sets"]}}, ()
+
+    def cmd_warmup(self, msg):
+        sets, k, start = msg["sets"], 0, time.perf_counter()
+        with self.torch.no_grad():
+            while k < msg["runs"] or (time.perf_counter() - start) * 1e3 < msg["ms"]:
+                i = sets[k % len(sets)]
+                self.function(i, self.sets[i])()
+                self.device.sync()
+                k += 1
+                if k > 1000:
+                    break
+        return {"runs": k}, ()
+
+    def cmd_prepare(self, msg):
+        """Sets up one timed run of set j: fresh inputs from the seed (KernelBench problems; the
+        set's own inputs for kforge problems), poisoned kf_run outputs, a flushed cache. A null
+        run (calibration) prepares the same way and then runs a trivial op."""
+        j, seed, null = msg["set"], msg["seed"], msg.get("null", False)
+        s = self.spec["sets"][j]
+        inp, clones = self.sets[j], []
+        if seed is not None:
+            inst = self.instance(s, seed=seed, fresh=True)
+            named = {n: t for n, k, t in inst.tensor_inputs() if k != "buffer"}
+            inp = RunInputs(inst.args, named, {}, seed, inst)
+            clones = [(n, t, t.detach().clone()) for n, k, t in inst.tensor_inputs() if k == "input"]
+        if null:
+            if j not in self.null_outs:
+                self.null_outs[j] = self.output_buffers(s["outputs"], GUARD_ELEMENTS if self.spec.get("entry") == "kf_run" else 0)
+            outs = self.null_outs[j]
+            for _, dt, t, guard in outs if self.spec.get("entry") == "kf_run" else ():
+                poison_fill(t, dt, 0)
+                poison_fill(guard, dt, 0)
+            fn = self.null_function(inp.seed, [t for _, _, t, _ in outs])
+        else:
+            self.poison(j, 0)
+            fn = self.function(j, inp)
+        if self.spec["timing"].get("flush", True) and msg.get("flush", True):
+            self.device.flush()
+        self.device.sync()
+        self.pending = (j, null, fn, clones)
+        return {}, ()
+
+    def null_function(self, seed, outs):
+        torch, tiny = self.torch, self.tiny
+
+        def call():
+            torch.manual_seed(seed)
+            tiny.add_(1.0)
+            return outs
+        return call
+
+    def cmd_go(self, msg):
+        j, null, fn, clones = self.pending
+        with self.torch.no_grad():
+            outs, dms, hms = self.device.timed_call(fn)
+        self.last = outs
+        return {"device_ms": dms, "host_ms": hms}, ()
+
+    def cmd_collect(self, msg):
+        """The outputs of the run just done, as blobs, plus what the child saw: writes past the
+        end of kf_run outputs, fresh inputs the call changed."""
+        j, null, fn, clones = self.pending
+        outs, expected = list(self.last), self.spec["sets"][j]["outputs"]
+        check_outputs(outs, expected)
+        reply = {"overrun": None if null else self.overrun(j, 0),
+                 "inputs_changed": [n for n, t, c in clones if not same_bits(t, c)]}
+        self.timed_changed.setdefault(j, set()).update(reply["inputs_changed"])
+        self.pending = self.last = None
+        arrays = [tensor_array(t) for t in outs]
+        reply["outputs"] = [{"name": d["name"], "nbytes": a.nbytes} for d, a in zip(expected, arrays)]
+        return reply, arrays
+
+    def cmd_timing_end(self, msg):
+        """Input states of the timed sets after the timed runs: parameters against their copies,
+        fresh inputs as the runs found them."""
+        states = {}
+        for j in msg["sets"]:
+            named = self.sets[j].named
+            changed = self.timed_changed.get(j, set())
+            states[str(j)] = ["changed" if n in changed or not same_bits(t, self.pristine(t)) else "same"
+                              for n, t in named.items()]
+        return {"states": states}, ()
+
+
+def same_bits(a, b):
+    """Exact comparison of bit patterns (NaN inputs compare equal to themselves)."""
+    import torch
+
+    def bits(t):
+        width = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()]
+        return t.view(width) if t.is_floating_point() else t
+    return torch.equal(bits(a), bits(b))
+
+
+def copy_parameters(reference, candidate):
+    """Gives ModelNew the reference's parameters when their names and shapes match (KernelBench
+    relies on equal seeds instead); says whether it did."""
+    ref, cand = reference.state_dict(), candidate.state_dict()
+    if set(ref) == set(cand) and all(ref[k].shape == cand[k].shape for k in ref):
+        candidate.load_state_dict(ref)
+        return "copied from the reference (%d tensors)" % len(ref)
+    return ("not copied: ModelNew's state (%s) differs from Model's (%s); both were initialised with seed %d" %
+            (", ".join(sorted(cand)) or "empty", ", ".join(sorted(ref)) or "empty", MODEL_SEED))
+
+
+def child_main(spec, folder, sock, out_fd, supervisor):
+    """The child's whole life: its own process group, killed with the supervisor, stdout and
+    stderr on the supervisor's pipe (no copy of the supervisor's own), the channel on fd 3 and no
+    other descriptor; then it serves commands until it is killed."""
+    try:
+        os.setpgid(0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != supervisor:
+            os._exit(1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        fd = sock.detach()
+        if fd != 3:
+            os.dup2(fd, 3)  # the old descriptor goes with the rest
+        os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+        chan = Channel(socket.socket(fileno=3))
+        Child(spec, folder, chan).serve()
+    except ChildGone:
+        pass
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(0)
