@@ -128,8 +128,6 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->add_option("--timed-checks", f->options.timed_checks,
                   "Timed runs, picked at random after the fact, whose outputs are checked against a reference (default 3)");
-  cmd->add_flag("--no-static-check{false}", f->options.static_check,
-                "Switch the source pattern check off (it is advice: every other gate still holds)");
   cmd->callback([f, exit_code] {
     Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
     if (!sizes.ok()) { fmt::print(stderr, "kforge eval: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
