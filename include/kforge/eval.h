@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "kforge/problem.h"
@@ -38,6 +39,9 @@ struct EvalOptions {
   double timeout_seconds = 120;          // wall clock per worker run
   uint64_t memory_bytes = 8ull << 30;    // address-space limit of the worker
   double sol_slack = 0.8;                // measured < slack * floor is "suspicious"
+  // The precision policy (kforge/precision.h): the tolerance of every comparison and whether
+  // the precision gate accepts fast-math. Unset: the problem's declared policy, else strict.
+  std::optional<PrecisionPolicy> precision;
   // Advisory reports (docs/profiling.md); they never change the status.
   bool profile = false;                  // Nsight Compute metrics of one call -> verdict.profile
   bool sanitize = false;                 // compute-sanitizer memcheck of one call -> verdict.sanitizer
@@ -46,7 +50,8 @@ struct EvalOptions {
 
 // Judges `candidate` (a source file for options.backend) on `problem`. The Verdict carries
 // every kernel outcome; a non-OK Status means the evaluation itself could not happen (unknown
-// backend, broken problem reference, no worker binary) and says what to do.
+// backend, a precision policy the problem does not allow, broken problem reference, no worker
+// binary) and says what to do.
 Result<Verdict> Evaluate(const Problem& problem, const std::filesystem::path& candidate,
                          const EvalOptions& options, ProcessRunner& runner);
 
