@@ -79,20 +79,16 @@ nlohmann::json Verdict::ToJson() const {
   return j;
 }
 
-namespace {
-
-// "  precision tf32  y: |out - ref| <= ...", one line per output (only the policy before the
-// reference ran, e.g. on a compile error).
-void AppendPrecision(const nlohmann::json& precision, std::string* s) {
-  if (!precision.contains("policy")) return;
+std::string DescribePrecision(const nlohmann::json& precision, const std::string& indent) {
+  if (!precision.is_object() || !precision.contains("policy")) return "";
   const std::string policy = precision["policy"].get<std::string>();
   const nlohmann::json tolerance = precision.value("tolerance", nlohmann::json::object());
-  if (tolerance.empty()) *s += "  precision " + policy + "\n";
+  if (tolerance.empty()) return indent + "precision " + policy + "\n";
+  std::string s;
   for (const auto& [name, t] : tolerance.items())
-    *s += fmt::format("  precision {}  {}: {}\n", policy, name, t.value("rule", std::string()));
+    s += fmt::format("{}precision {}  {}: {}\n", indent, policy, name, t.value("rule", std::string()));
+  return s;
 }
-
-}  // namespace
 
 std::string Verdict::Summary() const {
   std::string s = fmt::format("{}  {} [{}] {}\n", VerdictStatusName(status), problem, backend, candidate);
@@ -102,7 +98,7 @@ std::string Verdict::Summary() const {
                      timing->median_ms, timing->min_ms, 100 * timing->cv, timing->runs, timing->host_median_ms);
     s += fmt::format("  roofline floor {:.4f} ms  SOL {:.1f}%\n", floor_ms, sol_percent);
   }
-  AppendPrecision(precision, &s);
+  s += DescribePrecision(precision, "  ");
   for (const auto& [name, t] : baselines) {
     auto it = speedups.find(name);
     s += fmt::format("  vs {:<9} {:.4f} ms  speedup {:.2f}x\n", name, t.median_ms,
