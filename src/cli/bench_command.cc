@@ -25,7 +25,7 @@ namespace {
 struct BenchFlags {
   std::string suite, candidates, kernelbench, published, json_out, llm_config;
   std::vector<std::string> sizes;
-  std::vector<std::string> precision;  // --precision as given: names, comma-separated lists
+  std::vector<std::string> precision;     // --precision as given: names, comma-separated lists
   std::vector<PrecisionPolicy> policies;  // parsed from `precision`; empty: each problem's own
   bool baselines_only = false, optimize = false, no_baselines = false, skip_missing = false;
   int jobs = 1, iterations = 3;
@@ -80,15 +80,19 @@ BenchRow RowFromVerdict(const std::string& key, const Verdict& v) {
 }
 
 // One problem under one policy (`precision` unset: the problem's own).
-BenchRow BenchOne(const BenchFlags& f, const fs::path& file, std::optional<PrecisionPolicy> precision,
-                  ProcessRunner& runner) {
+BenchRow BenchOne(const BenchFlags& f, const fs::path& file,
+                  std::optional<PrecisionPolicy> precision, ProcessRunner& runner) {
   const std::string key = ProblemKey(file);
   BenchRow row;
   row.problem = key;
   Result<Problem> p = LoadProblem(file);
   if (!p.ok()) { row.status = "error"; row.message = p.status().message(); return row; }
   Result<PrecisionPolicy> policy = p->ChoosePrecision(precision);
-  if (!policy.ok()) { row.status = "not_allowed"; row.message = policy.status().message(); return row; }
+  if (!policy.ok()) {
+    row.status = "not_allowed";
+    row.message = policy.status().message();
+    return row;
+  }
   row.precision = PrecisionPolicyName(*policy);
   EvalOptions o = f.options;
   o.precision = *policy;
@@ -173,10 +177,12 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
       BenchRow& row = rows[k][i];
       row = BenchOne(f, files[i], policies[k], *runner);
       if (!f.published.empty() && files[i].extension() == ".py")
-        row.published_ms = PublishedTimes(f.published, files[i].parent_path().filename().string(), files[i].filename().string());
+        row.published_ms = PublishedTimes(f.published, files[i].parent_path().filename().string(),
+                                          files[i].filename().string());
       std::lock_guard<std::mutex> lock(print_mu);
       std::string times;
-      for (const auto& [name, ms] : row.baseline_ms) times += fmt::format(" {} {:.4f} ms", name, ms);
+      for (const auto& [name, ms] : row.baseline_ms)
+        times += fmt::format(" {} {:.4f} ms", name, ms);
       fmt::print(stderr, "kforge bench: [{}/{}] {}{} {}{}{}\n", i + 1, n, row.problem,
                  np > 1 || !row.precision.empty() ? " [" + row.precision + "]" : "", row.status,
                  row.ms > 0 ? fmt::format(" {:.4f} ms", row.ms) : "", times);
@@ -217,10 +223,18 @@ int RunBench(BenchFlags& f) {
   if (!f.json_out.empty()) {
     json precision = json::array();
     for (const BenchPass& p : passes) precision.push_back(p.precision);
-    json meta = {{"suite", f.suite}, {"backend", f.options.backend}, {"candidates", f.candidates},
-                 {"mode", f.baselines_only ? "baselines" : f.optimize ? "optimize" : "candidates"},
-                 {"quick", f.options.quick}, {"sizes", f.options.sizes}, {"published", f.published},
-                 {"precision", precision}, {"wall_seconds", seconds}, {"kforge", "0.1.0"}};
+    json meta = {{"suite", f.suite},
+                 {"backend", f.options.backend},
+                 {"candidates", f.candidates},
+                 {"mode", f.baselines_only ? "baselines"
+                          : f.optimize     ? "optimize"
+                                           : "candidates"},
+                 {"quick", f.options.quick},
+                 {"sizes", f.options.sizes},
+                 {"published", f.published},
+                 {"precision", precision},
+                 {"wall_seconds", seconds},
+                 {"kforge", "0.1.0"}};
     std::string text = BenchToJson(passes, meta).dump(1);
     if (f.json_out == "-") {
       fmt::print("{}\n", text);
@@ -265,14 +279,20 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
-  cmd->add_option("--precision", f->precision, "Precision policies, each a pass with its own columns: strict, tf32, bf16, fp16, kernelbench, e.g. strict,kernelbench (default: each problem's, else strict)")
+  cmd->add_option("--precision", f->precision,
+                  "Precision policies, each a pass with its own columns: strict, tf32, bf16, fp16, "
+                  "kernelbench, e.g. strict,kernelbench (default: each problem's, else strict)")
       ->delimiter(',');
   cmd->callback([f, exit_code] {
     Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
     if (!sizes.ok()) { fmt::print(stderr, "kforge bench: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
     if (!f->precision.empty()) {
       Result<std::vector<PrecisionPolicy>> policies = ParsePrecisionPolicies(f->precision);
-      if (!policies.ok()) { fmt::print(stderr, "kforge bench: --precision: {}\n", policies.status().message()); *exit_code = kExitUsage; return; }
+      if (!policies.ok()) {
+        fmt::print(stderr, "kforge bench: --precision: {}\n", policies.status().message());
+        *exit_code = kExitUsage;
+        return;
+      }
       f->policies = *policies;
     }
     f->options.sizes = *sizes;

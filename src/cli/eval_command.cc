@@ -109,8 +109,9 @@ Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>
 Result<std::optional<PrecisionPolicy>> ParsePrecisionFlag(const std::string& value) {
   if (value.empty()) return std::optional<PrecisionPolicy>();
   if (value.find(',') != std::string::npos)
-    return Status::InvalidArgument("--precision takes one policy here (got '" + value + "'); expected one of " +
-                                   PrecisionPolicyNames() + " (kforge bench takes a list)");
+    return Status::InvalidArgument("--precision takes one policy here (got '" + value +
+                                   "'); expected one of " + PrecisionPolicyNames() +
+                                   " (kforge bench takes a list)");
   Result<PrecisionPolicy> p = ParsePrecisionPolicy(value);
   if (!p.ok()) return Status::InvalidArgument("--precision: " + p.status().message());
   return std::optional<PrecisionPolicy>(*p);
@@ -134,12 +135,18 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
-  cmd->add_option("--precision", f->precision, "Precision policy: strict, tf32, bf16, fp16 or kernelbench (default: the problem's, else strict; docs/evaluation.md)");
+  cmd->add_option("--precision", f->precision,
+                  "Precision policy: strict, tf32, bf16, fp16 or kernelbench (default: the "
+                  "problem's, else strict; docs/evaluation.md)");
   cmd->callback([f, exit_code] {
     Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
     if (!sizes.ok()) { fmt::print(stderr, "kforge eval: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
     Result<std::optional<PrecisionPolicy>> precision = ParsePrecisionFlag(f->precision);
-    if (!precision.ok()) { fmt::print(stderr, "kforge eval: {}\n", precision.status().message()); *exit_code = kExitUsage; return; }
+    if (!precision.ok()) {
+      fmt::print(stderr, "kforge eval: {}\n", precision.status().message());
+      *exit_code = kExitUsage;
+      return;
+    }
     f->options.precision = *precision;
     f->options.sizes = *sizes;
     f->options.baselines = !f->no_baselines;

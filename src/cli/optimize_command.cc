@@ -128,7 +128,8 @@ int Show(const LoopFlags& f) {
   Result<RunTotals> t = (*store)->Totals(run->id);
   fmt::print("run {}: {} on {} with {} — {} ({})\n", run->id, run->problem, run->backend, run->model, run->status, run->stop_reason);
   ForgeOptions config = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
-  fmt::print("  precision {}\n", config.eval.precision ? PrecisionPolicyName(*config.eval.precision) : "the problem's (not recorded)");
+  fmt::print("  precision {}\n", config.eval.precision ? PrecisionPolicyName(*config.eval.precision)
+                                                       : "the problem's (not recorded)");
   if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls, {} input + {} output tokens, ${:.4f}, {:.1f} s in stages\n",
                          t->attempts, t->correct, t->llm_calls, t->input_tokens, t->output_tokens, t->cost_usd, t->stage_seconds);
   Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
@@ -179,11 +180,17 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--transfer-backend", f->options.transfer_backend, "The backend of --transfer");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
-  opt->add_option("--precision", f->precision, "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or kernelbench (default: the problem's, else strict)");
+  opt->add_option("--precision", f->precision,
+                  "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "
+                  "kernelbench (default: the problem's, else strict)");
   AddBudgetFlags(opt, f.get());
   opt->callback([f, exit_code] {
     Result<std::optional<PrecisionPolicy>> precision = ParsePrecisionFlag(f->precision);
-    if (!precision.ok()) { fmt::print(stderr, "kforge optimize: {}\n", precision.status().message()); *exit_code = kExitUsage; return; }
+    if (!precision.ok()) {
+      fmt::print(stderr, "kforge optimize: {}\n", precision.status().message());
+      *exit_code = kExitUsage;
+      return;
+    }
     f->options.eval.precision = *precision;
     *exit_code = RunLoop(*f, false);
   });

@@ -121,9 +121,9 @@ Comparison Judge(const DotCase& d, PrecisionPolicy policy) {
   Problem problem;  // no [tolerance]: the float32 defaults under strict
   Tolerance tol = problem.ToleranceFor(DType::kFloat32, policy);
   Comparison c = CompareOutput(Shape(static_cast<int64_t>(d.ref.size())), F32(d.got), d.ref, tol);
-  std::printf("  %-11s max_abs %.3g rms_rel %.3g (ref RMS %.3g) bad %lld of %zu: %s\n", PrecisionPolicyName(policy),
-              c.max_abs, c.rms_rel, c.ref_rms, static_cast<long long>(c.bad_count), d.ref.size(),
-              DescribeTolerance(tol).c_str());
+  std::printf("  %-11s max_abs %.3g rms_rel %.3g (ref RMS %.3g) bad %lld of %zu: %s\n",
+              PrecisionPolicyName(policy), c.max_abs, c.rms_rel, c.ref_rms,
+              static_cast<long long>(c.bad_count), d.ref.size(), DescribeTolerance(tol).c_str());
   return c;
 }
 

@@ -224,7 +224,8 @@ TEST_F(EvalTest, GivenFloat32MathOnALongReductionItIsCorrectUnderTheDefaultStric
   EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_EQ(v.precision["policy"], "strict");
   EXPECT_EQ(v.precision["tolerance"]["y"]["rtol"], 1e-4);
-  EXPECT_NE(v.Summary().find("precision strict  y: |out - ref| <= 0.0001 + 0.0001*|ref|"), std::string::npos)
+  EXPECT_NE(v.Summary().find("precision strict  y: |out - ref| <= 0.0001 + 0.0001*|ref|"),
+            std::string::npos)
       << v.Summary();
 }
 
@@ -240,8 +241,10 @@ TEST_F(EvalTest, GivenTf32MathOnALongReductionItIsWrongOutputUnderStrictAndCorre
   EXPECT_EQ(tf32.status, VerdictStatus::kCorrect) << tf32.message;
   nlohmann::json j = tf32.ToJson();
   EXPECT_EQ(j["precision"]["policy"], "tf32");
-  EXPECT_DOUBLE_EQ(j["precision"]["tolerance"]["y"]["atol_rms"].get<double>(), 8 * std::ldexp(1.0, -11));
-  EXPECT_NE(j["precision"]["tolerance"]["y"]["rule"].get<std::string>().find("RMS(ref)"), std::string::npos);
+  EXPECT_DOUBLE_EQ(j["precision"]["tolerance"]["y"]["atol_rms"].get<double>(),
+                   8 * std::ldexp(1.0, -11));
+  EXPECT_NE(j["precision"]["tolerance"]["y"]["rule"].get<std::string>().find("RMS(ref)"),
+            std::string::npos);
   EXPECT_EQ(j["trials"].size(), 7u);  // every trial, hidden sizes and magnitude 4 included
 }
 
@@ -264,7 +267,8 @@ TEST_F(EvalTest, GivenAPolicyTheProblemDoesNotAllowTheEvaluationFailsSayingWhich
   Result<Verdict> v = Evaluate(*p, kData / "dot" / "bf16.cc", o, *runner_);
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(v.status().message().find("it allows: strict"), std::string::npos) << v.status().message();
+  EXPECT_NE(v.status().message().find("it allows: strict"), std::string::npos)
+      << v.status().message();
 }
 
 TEST_F(EvalTest, GivenADeclaredPolicyItIsTheDefault) {
@@ -298,7 +302,8 @@ TEST_F(EvalTest, GivenFastMathOpenClOptionsOnAStrictProblemItIsSuspicious) {
 TEST_F(EvalTest, GivenFastMathOpenClOptionsUnderAReducedPolicyTheToleranceAloneJudges) {
   precision_ = PrecisionPolicy::kTf32;
   Verdict v = Eval("scale", kData / "bad" / "fast_math_opencl.cpp", "opencl");
-  if (v.status == VerdictStatus::kRuntimeError && v.message.find("open device") != std::string::npos)
+  if (v.status == VerdictStatus::kRuntimeError &&
+      v.message.find("open device") != std::string::npos)
     GTEST_SKIP() << "no OpenCL device here: " << v.message;
   EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_EQ(v.precision["fast_math_allowed"], true);

@@ -86,7 +86,8 @@ std::string DescribePrecision(const nlohmann::json& precision, const std::string
   if (tolerance.empty()) return indent + "precision " + policy + "\n";
   std::string s;
   for (const auto& [name, t] : tolerance.items())
-    s += fmt::format("{}precision {}  {}: {}\n", indent, policy, name, t.value("rule", std::string()));
+    s += fmt::format("{}precision {}  {}: {}\n", indent, policy, name,
+                     t.value("rule", std::string()));
   return s;
 }
 

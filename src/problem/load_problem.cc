@@ -625,17 +625,23 @@ Status Loader::LoadPrecision() {
   KF_RETURN_IF_ERROR(precision.ReadString("policy", false, &name));
   if (!table->contains("policy")) {
     // Without a declared policy the default is strict, or the first allowed one.
-    if (!problem_.precision_allowed.empty()) problem_.precision = problem_.precision_allowed.front();
+    if (!problem_.precision_allowed.empty())
+      problem_.precision = problem_.precision_allowed.front();
     return Status::Ok();
   }
   Result<PrecisionPolicy> policy = ParsePrecisionPolicy(name);
-  if (!policy.ok()) return precision.Error("policy", fmt::format("unknown policy '{}'", name), "one of " + PrecisionPolicyNames());
+  if (!policy.ok())
+    return precision.Error("policy", fmt::format("unknown policy '{}'", name),
+                           "one of " + PrecisionPolicyNames());
   problem_.precision = *policy;
   const std::vector<PrecisionPolicy>& allowed = problem_.precision_allowed;
-  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), *policy) != allowed.end()) return Status::Ok();
+  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), *policy) != allowed.end())
+    return Status::Ok();
   std::string names;
-  for (PrecisionPolicy p : allowed) names += (names.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
-  return precision.Error("policy", fmt::format("'{}' is not among precision.allowed", name), "one of " + names);
+  for (PrecisionPolicy p : allowed)
+    names += (names.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
+  return precision.Error("policy", fmt::format("'{}' is not among precision.allowed", name),
+                         "one of " + names);
 }
 
 Status Loader::LoadAllowedPolicies(const TableReader& precision) {
@@ -647,14 +653,16 @@ Status Loader::LoadAllowedPolicies(const TableReader& precision) {
   for (size_t i = 0; i < array->size(); ++i) {
     const toml::node* node = array->get(i);
     std::string field = fmt::format("{}[{}]", precision.Field("allowed"), i);
-    if (!node->is_string()) return ErrorAt(node, field, "got " + DescribeType(*node), "a policy name");
+    if (!node->is_string())
+      return ErrorAt(node, field, "got " + DescribeType(*node), "a policy name");
     Result<PrecisionPolicy> policy = ParsePrecisionPolicy(node->as_string()->get());
     if (!policy.ok()) {
       return ErrorAt(node, field, fmt::format("unknown policy '{}'", node->as_string()->get()),
                      "one of " + PrecisionPolicyNames());
     }
     std::vector<PrecisionPolicy>& allowed = problem_.precision_allowed;
-    if (std::find(allowed.begin(), allowed.end(), *policy) == allowed.end()) allowed.push_back(*policy);
+    if (std::find(allowed.begin(), allowed.end(), *policy) == allowed.end())
+      allowed.push_back(*policy);
   }
   return Status::Ok();
 }

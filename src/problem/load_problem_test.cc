@@ -428,12 +428,15 @@ TEST_F(LoadProblemTest, GivenAPrecisionTableItReadsThePolicyAndTheAllowedOnes) {
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(plain->precision, PrecisionPolicy::kStrict);
   EXPECT_TRUE(plain->precision_allowed.empty());
-  Result<Problem> p = LoadText(With(kMinimal, "[cost]",
-                                    "[precision]\npolicy = \"tf32\"\nallowed = [\"strict\", \"tf32\"]\n[cost]"));
+  Result<Problem> p =
+      LoadText(With(kMinimal, "[cost]",
+                    "[precision]\npolicy = \"tf32\"\nallowed = [\"strict\", \"tf32\"]\n[cost]"));
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->precision, PrecisionPolicy::kTf32);
-  EXPECT_EQ(p->precision_allowed, (std::vector<PrecisionPolicy>{PrecisionPolicy::kStrict, PrecisionPolicy::kTf32}));
-  Result<Problem> first = LoadText(With(kMinimal, "[cost]", "[precision]\nallowed = [\"bf16\", \"fp16\"]\n[cost]"));
+  EXPECT_EQ(p->precision_allowed,
+            (std::vector<PrecisionPolicy>{PrecisionPolicy::kStrict, PrecisionPolicy::kTf32}));
+  Result<Problem> first =
+      LoadText(With(kMinimal, "[cost]", "[precision]\nallowed = [\"bf16\", \"fp16\"]\n[cost]"));
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_EQ(first->precision, PrecisionPolicy::kBf16);  // no policy: the first allowed one
 }
@@ -442,16 +445,20 @@ TEST_F(LoadProblemTest, GivenBadPrecisionItNamesTheValidPolicies) {
   auto with_precision = [](const std::string& body) {
     return With(kMinimal, "[cost]", "[precision]\n" + body + "[cost]");
   };
-  EXPECT_EQ(ErrorOf(with_precision("policy = \"fast\"\n")),
-            "FILE:13: precision.policy: unknown policy 'fast'; expected one of strict, tf32, bf16, fp16, "
-            "kernelbench");
+  EXPECT_EQ(
+      ErrorOf(with_precision("policy = \"fast\"\n")),
+      "FILE:13: precision.policy: unknown policy 'fast'; expected one of strict, tf32, bf16, fp16, "
+      "kernelbench");
   EXPECT_EQ(ErrorOf(with_precision("policy = \"bf16\"\nallowed = [\"strict\", \"tf32\"]\n")),
-            "FILE:13: precision.policy: 'bf16' is not among precision.allowed; expected one of strict, tf32");
+            "FILE:13: precision.policy: 'bf16' is not among precision.allowed; expected one of "
+            "strict, tf32");
   EXPECT_EQ(ErrorOf(with_precision("allowed = [\"strict\", \"fp8\"]\n")),
-            "FILE:13: precision.allowed[1]: unknown policy 'fp8'; expected one of strict, tf32, bf16, fp16, "
+            "FILE:13: precision.allowed[1]: unknown policy 'fp8'; expected one of strict, tf32, "
+            "bf16, fp16, "
             "kernelbench");
   EXPECT_EQ(ErrorOf(with_precision("allowed = []\n")),
-            "FILE:13: precision.allowed: the array is empty; expected a non-empty array of policy names from "
+            "FILE:13: precision.allowed: the array is empty; expected a non-empty array of policy "
+            "names from "
             "strict, tf32, bf16, fp16, kernelbench");
   EXPECT_EQ(ErrorOf(with_precision("rule = 1\n")),
             "FILE:13: precision.rule: unknown key 'rule'; expected one of policy, allowed");

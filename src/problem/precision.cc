@@ -30,34 +30,40 @@ constexpr PrecisionPolicy kAllPolicies[] = {PrecisionPolicy::kStrict, PrecisionP
                                             PrecisionPolicy::kBf16, PrecisionPolicy::kFp16,
                                             PrecisionPolicy::kKernelBench};
 
-constexpr double kElementFactor = 8.0;  // rtol and atol_rms, in units of u
-constexpr double kRmsFactor = 4.0;      // the RMS-relative bound, in units of u
+constexpr double kElementFactor = 8.0;          // rtol and atol_rms, in units of u
+constexpr double kRmsFactor = 4.0;              // the RMS-relative bound, in units of u
 constexpr double kKernelBenchTolerance = 1e-2;  // KernelBench's atol = rtol
 
 }  // namespace
 
 const char* PrecisionPolicyName(PrecisionPolicy policy) {
   switch (policy) {
-    case PrecisionPolicy::kStrict: return "strict";
-    case PrecisionPolicy::kTf32: return "tf32";
-    case PrecisionPolicy::kBf16: return "bf16";
-    case PrecisionPolicy::kFp16: return "fp16";
-    case PrecisionPolicy::kKernelBench: return "kernelbench";
+    case PrecisionPolicy::kStrict:
+      return "strict";
+    case PrecisionPolicy::kTf32:
+      return "tf32";
+    case PrecisionPolicy::kBf16:
+      return "bf16";
+    case PrecisionPolicy::kFp16:
+      return "fp16";
+    case PrecisionPolicy::kKernelBench:
+      return "kernelbench";
   }
   return "unknown";
 }
 
 std::string PrecisionPolicyNames() {
   std::string names;
-  for (PrecisionPolicy p : kAllPolicies) names += (names.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
+  for (PrecisionPolicy p : kAllPolicies)
+    names += (names.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
   return names;
 }
 
 Result<PrecisionPolicy> ParsePrecisionPolicy(std::string_view name) {
   for (PrecisionPolicy p : kAllPolicies)
     if (name == PrecisionPolicyName(p)) return p;
-  return Status::InvalidArgument(
-      fmt::format("unknown precision policy '{}'; expected one of {}", name, PrecisionPolicyNames()));
+  return Status::InvalidArgument(fmt::format("unknown precision policy '{}'; expected one of {}",
+                                             name, PrecisionPolicyNames()));
 }
 
 Result<std::vector<PrecisionPolicy>> ParsePrecisionPolicies(const std::vector<std::string>& items) {
@@ -66,29 +72,37 @@ Result<std::vector<PrecisionPolicy>> ParsePrecisionPolicies(const std::vector<st
     size_t start = 0;
     while (start <= item.size()) {
       size_t comma = std::min(item.find(',', start), item.size());
-      KF_ASSIGN_OR_RETURN(PrecisionPolicy p, ParsePrecisionPolicy(std::string_view(item).substr(start, comma - start)));
+      KF_ASSIGN_OR_RETURN(PrecisionPolicy p, ParsePrecisionPolicy(std::string_view(item).substr(
+                                                 start, comma - start)));
       if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
       start = comma + 1;
     }
   }
-  if (out.empty()) return Status::InvalidArgument("no precision policy given; expected one or more of " + PrecisionPolicyNames());
+  if (out.empty())
+    return Status::InvalidArgument("no precision policy given; expected one or more of " +
+                                   PrecisionPolicyNames());
   return out;
 }
 
 double PolicyUnitRoundoff(PrecisionPolicy policy) {
   switch (policy) {
-    case PrecisionPolicy::kStrict: return std::ldexp(1.0, -24);
+    case PrecisionPolicy::kStrict:
+      return std::ldexp(1.0, -24);
     case PrecisionPolicy::kTf32:
-    case PrecisionPolicy::kFp16: return std::ldexp(1.0, -11);
-    case PrecisionPolicy::kBf16: return std::ldexp(1.0, -8);
-    case PrecisionPolicy::kKernelBench: break;
+    case PrecisionPolicy::kFp16:
+      return std::ldexp(1.0, -11);
+    case PrecisionPolicy::kBf16:
+      return std::ldexp(1.0, -8);
+    case PrecisionPolicy::kKernelBench:
+      break;
   }
   return 0.0;
 }
 
 Tolerance PolicyTolerance(const Tolerance& strict, PrecisionPolicy policy) {
   if (policy == PrecisionPolicy::kStrict) return strict;
-  if (policy == PrecisionPolicy::kKernelBench) return {kKernelBenchTolerance, kKernelBenchTolerance, 0.0, 0.0};
+  if (policy == PrecisionPolicy::kKernelBench)
+    return {kKernelBenchTolerance, kKernelBenchTolerance, 0.0, 0.0};
   double u = PolicyUnitRoundoff(policy);
   Tolerance t = strict;
   t.rtol = std::max(t.rtol, kElementFactor * u);

@@ -3,9 +3,9 @@
 // each rule) is in src/eval/compare_test.cc, beside CompareOutput.
 #include "kforge/precision.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "kforge/problem.h"
 
@@ -15,8 +15,9 @@ namespace {
 const Tolerance kStrict{1e-4, 1e-4, 1e-4};
 
 TEST(PrecisionPolicyTest, GivenEachNameItParsesBackToIt) {
-  for (PrecisionPolicy p : {PrecisionPolicy::kStrict, PrecisionPolicy::kTf32, PrecisionPolicy::kBf16,
-                            PrecisionPolicy::kFp16, PrecisionPolicy::kKernelBench}) {
+  for (PrecisionPolicy p :
+       {PrecisionPolicy::kStrict, PrecisionPolicy::kTf32, PrecisionPolicy::kBf16,
+        PrecisionPolicy::kFp16, PrecisionPolicy::kKernelBench}) {
     Result<PrecisionPolicy> parsed = ParsePrecisionPolicy(PrecisionPolicyName(p));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, p);
@@ -27,15 +28,18 @@ TEST(PrecisionPolicyTest, GivenAnUnknownNameTheErrorListsTheValidOnes) {
   Result<PrecisionPolicy> p = ParsePrecisionPolicy("TF32");
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(p.status().message(),
-            "unknown precision policy 'TF32'; expected one of strict, tf32, bf16, fp16, kernelbench");
+  EXPECT_EQ(
+      p.status().message(),
+      "unknown precision policy 'TF32'; expected one of strict, tf32, bf16, fp16, kernelbench");
 }
 
 TEST(PrecisionPolicyTest, GivenAListItSplitsCommasKeepsOrderAndDropsDuplicates) {
-  Result<std::vector<PrecisionPolicy>> list = ParsePrecisionPolicies({"strict,kernelbench", "tf32", "strict"});
+  Result<std::vector<PrecisionPolicy>> list =
+      ParsePrecisionPolicies({"strict,kernelbench", "tf32", "strict"});
   ASSERT_TRUE(list.ok()) << list.status().message();
-  EXPECT_EQ(*list, (std::vector<PrecisionPolicy>{PrecisionPolicy::kStrict, PrecisionPolicy::kKernelBench,
-                                                 PrecisionPolicy::kTf32}));
+  EXPECT_EQ(*list,
+            (std::vector<PrecisionPolicy>{PrecisionPolicy::kStrict, PrecisionPolicy::kKernelBench,
+                                          PrecisionPolicy::kTf32}));
   Result<std::vector<PrecisionPolicy>> bad = ParsePrecisionPolicies({"strict,"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("unknown precision policy ''"), std::string::npos);
@@ -72,7 +76,8 @@ TEST(PolicyToleranceTest, GivenALooserStrictToleranceAReducedPolicyNeverTightens
   EXPECT_EQ(t.atol, 0.5);
   EXPECT_EQ(t.rtol, 0.1);
   EXPECT_EQ(t.rms, 0.2);
-  EXPECT_EQ(PolicyTolerance({1e-4, 1e-4, 0.0}, PrecisionPolicy::kBf16).rms, 0.0);  // no RMS bound stays none
+  EXPECT_EQ(PolicyTolerance({1e-4, 1e-4, 0.0}, PrecisionPolicy::kBf16).rms,
+            0.0);  // no RMS bound stays none
 }
 
 TEST(PolicyToleranceTest, GivenKernelBenchItIsKernelBenchsFixedRule) {
@@ -94,7 +99,8 @@ TEST(PolicyToleranceTest, OnlyStrictRefusesFastMath) {
 
 TEST(PolicyToleranceTest, ItsDescriptionNamesEveryBound) {
   EXPECT_EQ(DescribeTolerance(PolicyTolerance(kStrict, PrecisionPolicy::kTf32)),
-            "|out - ref| <= 0.0001 + 0.00391*RMS(ref) + 0.00391*|ref|; RMS(out - ref)/RMS(ref) <= 0.00195");
+            "|out - ref| <= 0.0001 + 0.00391*RMS(ref) + 0.00391*|ref|; RMS(out - ref)/RMS(ref) <= "
+            "0.00195");
   EXPECT_EQ(DescribeTolerance(PolicyTolerance(kStrict, PrecisionPolicy::kKernelBench)),
             "|out - ref| <= 0.01 + 0.01*|ref|");
 }
@@ -106,7 +112,8 @@ TEST(ToleranceForPolicyTest, GivenIntegerOutputsEveryPolicyKeepsThemExact) {
     EXPECT_EQ(t.atol, 0.0);
     EXPECT_EQ(t.rtol, 0.0);
   }
-  EXPECT_DOUBLE_EQ(problem.ToleranceFor(DType::kFloat32, PrecisionPolicy::kBf16).rtol, 8 * std::ldexp(1.0, -8));
+  EXPECT_DOUBLE_EQ(problem.ToleranceFor(DType::kFloat32, PrecisionPolicy::kBf16).rtol,
+                   8 * std::ldexp(1.0, -8));
   // bfloat16 outputs already have 1e-2; tf32's 8u is smaller, so 1e-2 stays.
   EXPECT_EQ(problem.ToleranceFor(DType::kBFloat16, PrecisionPolicy::kTf32).rtol, 1e-2);
 }
@@ -127,7 +134,8 @@ TEST(ChoosePrecisionTest, GivenAPolicyTheProblemDoesNotAllowItSaysWhichItAllows)
   Result<PrecisionPolicy> bad = problem.ChoosePrecision(PrecisionPolicy::kBf16);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "problem 'mm' does not allow the precision policy 'bf16'; it allows: strict, tf32");
+  EXPECT_EQ(bad.status().message(),
+            "problem 'mm' does not allow the precision policy 'bf16'; it allows: strict, tf32");
 }
 
 }  // namespace

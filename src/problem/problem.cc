@@ -129,13 +129,15 @@ Tolerance Problem::ToleranceFor(DType dtype, PrecisionPolicy policy) const {
 
 Result<PrecisionPolicy> Problem::ChoosePrecision(std::optional<PrecisionPolicy> requested) const {
   PrecisionPolicy policy = requested.value_or(precision);
-  if (precision_allowed.empty() ||
-      std::find(precision_allowed.begin(), precision_allowed.end(), policy) != precision_allowed.end())
+  if (precision_allowed.empty() || std::find(precision_allowed.begin(), precision_allowed.end(),
+                                             policy) != precision_allowed.end())
     return policy;
   std::string allowed;
-  for (PrecisionPolicy p : precision_allowed) allowed += (allowed.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
-  return Status::InvalidArgument(fmt::format("problem '{}' does not allow the precision policy '{}'; it allows: {}",
-                                             name, PrecisionPolicyName(policy), allowed));
+  for (PrecisionPolicy p : precision_allowed)
+    allowed += (allowed.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
+  return Status::InvalidArgument(
+      fmt::format("problem '{}' does not allow the precision policy '{}'; it allows: {}", name,
+                  PrecisionPolicyName(policy), allowed));
 }
 
 Result<BoundProblem> Bind(const Problem& problem, const Sizes& overrides, bool quick) {

@@ -57,9 +57,15 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
 namespace {
 
 json RowToJson(const BenchRow& r) {
-  json j = {{"problem", r.problem}, {"candidate", r.candidate}, {"status", r.status}, {"message", r.message},
-            {"precision", r.precision}, {"median_ms", r.ms}, {"baselines_ms", r.baseline_ms},
-            {"published_ms", r.published_ms}, {"torch_compile_first_call_s", r.compile_first_call_s},
+  json j = {{"problem", r.problem},
+            {"candidate", r.candidate},
+            {"status", r.status},
+            {"message", r.message},
+            {"precision", r.precision},
+            {"median_ms", r.ms},
+            {"baselines_ms", r.baseline_ms},
+            {"published_ms", r.published_ms},
+            {"torch_compile_first_call_s", r.compile_first_call_s},
             {"speedups", json::object()}};
   for (const char* b : kBaselines)
     if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
@@ -97,11 +103,13 @@ std::string Header(const std::vector<BenchPass>& passes, bool published) {
   std::string columns = fmt::format("{:<52} {:>10} {:>10}", "problem", "eager_ms", "compile_ms");
   if (published) {
     groups += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "", "", "", "");
-    columns += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "pub_eager", "pub_comp", "r_eager", "r_comp");
+    columns +=
+        fmt::format(" {:>10} {:>10} {:>7} {:>7}", "pub_eager", "pub_comp", "r_eager", "r_comp");
   }
   for (const BenchPass& p : passes) {
     groups += fmt::format(" {:<{}}", "[" + p.precision + "]", kGroupWidth);
-    columns += fmt::format(" {:<14} {:>10} {:>8} {:>8}", "status", "kernel_ms", "x_eager", "x_best");
+    columns +=
+        fmt::format(" {:<14} {:>10} {:>8} {:>8}", "status", "kernel_ms", "x_eager", "x_best");
   }
   groups.erase(groups.find_last_not_of(' ') + 1);
   return groups + "\n" + columns + "\n";
@@ -112,13 +120,16 @@ std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published)
   double e = Get(b.baseline_ms, "torch_eager"), c = Get(b.baseline_ms, "torch_compile");
   std::string t = fmt::format("{:<52} {:>10} {:>10}", b.problem.substr(0, 52), Ms(e), Ms(c));
   if (published) {
-    double pe = Get(b.published_ms, "published_eager"), pc = Get(b.published_ms, "published_compile");
-    t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", Ms(pe), Ms(pc), e > 0 && pe > 0 ? fmt::format("{:.2f}", e / pe) : "-",
+    double pe = Get(b.published_ms, "published_eager"),
+           pc = Get(b.published_ms, "published_compile");
+    t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", Ms(pe), Ms(pc),
+                     e > 0 && pe > 0 ? fmt::format("{:.2f}", e / pe) : "-",
                      c > 0 && pc > 0 ? fmt::format("{:.2f}", c / pc) : "-");
   }
   for (const BenchPass& p : passes) {
     const BenchRow& r = p.rows[i];
-    t += fmt::format(" {:<14} {:>10} {:>8} {:>8}", r.status, Ms(r.ms), X(r.Speedup("torch_eager")), X(r.Speedup("torch_best")));
+    t += fmt::format(" {:<14} {:>10} {:>8} {:>8}", r.status, Ms(r.ms), X(r.Speedup("torch_eager")),
+                     X(r.Speedup("torch_best")));
   }
   t += "\n";
   for (const BenchPass& p : passes) {
@@ -128,14 +139,15 @@ std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published)
   }
   if (b.verdict.is_object())
     for (const json& w : b.verdict.value("warnings", json::array()))
-      if (w.is_string() && w.get<std::string>().rfind("degenerate problem", 0) == 0) t += "    " + w.get<std::string>() + "\n";
+      if (w.is_string() && w.get<std::string>().rfind("degenerate problem", 0) == 0)
+        t += "    " + w.get<std::string>() + "\n";
   return t;
 }
 
 std::string SummarySection(const BenchPass& p) {
   const BenchSummary& s = p.summary;
-  std::string t = fmt::format("\n[{}] {} problems, {} correct ({:.1f}%)\n", p.precision, s.problems, s.correct,
-                              100 * s.share_correct);
+  std::string t = fmt::format("\n[{}] {} problems, {} correct ({:.1f}%)\n", p.precision, s.problems,
+                              s.correct, 100 * s.share_correct);
   t += fmt::format("{:<15} {:>8} {:>8} {:>8} {:>8} {:>14}\n", "baseline", "fast_0", "fast_1", "fast_1.5", "fast_2", "geomean (n)");
   for (const char* b : kBaselines) {
     const auto& f = s.fast_p.at(b);
@@ -165,7 +177,8 @@ std::string BenchTable(const std::vector<BenchPass>& passes) {
   for (size_t i = 0; i < rows.size(); ++i) t += Line(passes, i, published);
   bool baselines_only = !rows.empty();
   for (const BenchRow& r : rows) baselines_only &= r.status == "baselines";
-  if (baselines_only) return t + fmt::format("\n{} problems: baselines only, no candidate judged\n", rows.size());
+  if (baselines_only)
+    return t + fmt::format("\n{} problems: baselines only, no candidate judged\n", rows.size());
   for (const BenchPass& p : passes) t += SummarySection(p);
   return t;
 }

@@ -117,7 +117,8 @@ TEST(BenchReportTest, GivenTwoPoliciesEachHasItsOwnColumnsSpeedupsAndSummary) {
   EXPECT_DOUBLE_EQ(j["summary"]["share_correct"], 0.5);  // the first policy's
   EXPECT_DOUBLE_EQ(j["summary_by_precision"]["strict"]["share_correct"], 0.5);
   EXPECT_DOUBLE_EQ(j["summary_by_precision"]["kernelbench"]["share_correct"], 1.0);
-  EXPECT_DOUBLE_EQ(j["summary_by_precision"]["kernelbench"]["fast_p"]["torch_eager"]["2"], 0.5);  // 2x is not more than 2
+  EXPECT_DOUBLE_EQ(j["summary_by_precision"]["kernelbench"]["fast_p"]["torch_eager"]["2"],
+                   0.5);  // 2x is not more than 2
 }
 
 TEST(BenchReportTest, PublishedTimesAreLookedUpByLevelAndFile) {
