@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "kforge/problem.h"
@@ -44,6 +45,9 @@ struct EvalOptions {
   int timed_checks = 3;                  // timed runs (picked at random) checked against a reference
   // The source pattern check (advice: every gate holds without it; tests prove that).
   bool static_check = true;
+  // The precision policy (kforge/precision.h): the tolerance of every comparison and whether
+  // the precision gate accepts fast-math. Unset: the problem's declared policy, else strict.
+  std::optional<PrecisionPolicy> precision;
   // Advisory reports (docs/profiling.md); they never change the status.
   bool profile = false;                  // Nsight Compute metrics of one call -> verdict.profile
   bool sanitize = false;                 // compute-sanitizer memcheck of one call -> verdict.sanitizer
@@ -52,7 +56,8 @@ struct EvalOptions {
 
 // Judges `candidate` (a source file for options.backend) on `problem`. The Verdict carries
 // every kernel outcome; a non-OK Status means the evaluation itself could not happen (unknown
-// backend, broken problem reference, no worker binary) and says what to do.
+// backend, a precision policy the problem does not allow, broken problem reference, no worker
+// binary) and says what to do.
 Result<Verdict> Evaluate(const Problem& problem, const std::filesystem::path& candidate,
                          const EvalOptions& options, ProcessRunner& runner);
 

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kforge/precision.h"
 #include "kforge/status.h"
 #include "kforge/tensor.h"
 
@@ -48,12 +50,6 @@ struct Attribute {
   bool is_integer = false;
 };
 
-struct Tolerance {
-  double atol = 0.0;
-  double rtol = 0.0;
-  double rms = 0.0;  // max allowed RMS(out - ref) / RMS(ref)
-};
-
 // How the problem is stated: a kforge problem file (TOML, C++ reference) or a PyTorch module in
 // KernelBench format (Model, get_inputs, get_init_inputs), whose reference runs in the Python
 // worker. For a PyTorch problem, `sizes` are its module-level integer constants and `attrs` its
@@ -80,11 +76,18 @@ struct Problem {
   std::vector<double> magnitudes = {1.0, 4.0};  // trial input scales, cycled over seeds
   bool allow_fast_math = false;
   bool nondeterministic = false;     // outputs may differ run to run within tolerance
+  PrecisionPolicy precision = PrecisionPolicy::kStrict;  // [precision] policy: a run's default
+  std::vector<PrecisionPolicy> precision_allowed;        // [precision] allowed; empty = all
   std::map<std::string, std::filesystem::path> seeds;                    // backend -> file
   std::map<std::string, std::vector<std::filesystem::path>> candidates;  // backend -> files
 
-  // Tolerance for an output of this dtype: the override, else the dtype default.
-  Tolerance ToleranceFor(DType dtype) const;
+  // Tolerance for an output of this dtype under `policy`. Under strict: the override, else the
+  // dtype default. Other policies apply PolicyTolerance to that for floating outputs; integer
+  // outputs always match exactly.
+  Tolerance ToleranceFor(DType dtype, PrecisionPolicy policy = PrecisionPolicy::kStrict) const;
+  // The policy a run uses: `requested` when given, else the problem's declared policy. Fails
+  // (InvalidArgument) when the problem does not allow it, naming the policies it allows.
+  Result<PrecisionPolicy> ChoosePrecision(std::optional<PrecisionPolicy> requested) const;
 };
 
 // A problem with every size fixed: concrete shapes and costs.

@@ -78,6 +78,11 @@ struct Verdict {
   std::string Summary() const;
 };
 
+// The policy and tolerance rule of a verdict's `precision` object, one line per output:
+// "<indent>precision tf32  y: |out - ref| <= ..."; the policy alone when no output was compared
+// (a compile error); "" when the verdict has no policy (recorded before policies existed).
+std::string DescribePrecision(const nlohmann::json& precision, const std::string& indent);
+
 }  // namespace kforge
 
 #endif  // KFORGE_VERDICT_H_

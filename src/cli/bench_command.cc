@@ -25,6 +25,8 @@ namespace {
 struct BenchFlags {
   std::string suite, candidates, kernelbench, published, json_out, llm_config;
   std::vector<std::string> sizes;
+  std::vector<std::string> precision;     // --precision as given: names, comma-separated lists
+  std::vector<PrecisionPolicy> policies;  // parsed from `precision`; empty: each problem's own
   bool baselines_only = false, optimize = false, no_baselines = false, skip_missing = false;
   int jobs = 1, iterations = 3;
   std::string model;
@@ -66,6 +68,7 @@ fs::path FindCandidate(const fs::path& dir, const fs::path& problem, const std::
 BenchRow RowFromVerdict(const std::string& key, const Verdict& v) {
   BenchRow r;
   r.problem = key;
+  r.precision = v.precision.value("policy", "");
   r.candidate = v.candidate;
   r.status = VerdictStatusName(v.status);
   r.message = v.message;
@@ -76,13 +79,23 @@ BenchRow RowFromVerdict(const std::string& key, const Verdict& v) {
   return r;
 }
 
-BenchRow BenchOne(const BenchFlags& f, const fs::path& file, ProcessRunner& runner) {
+// One problem under one policy (`precision` unset: the problem's own).
+BenchRow BenchOne(const BenchFlags& f, const fs::path& file,
+                  std::optional<PrecisionPolicy> precision, ProcessRunner& runner) {
   const std::string key = ProblemKey(file);
   BenchRow row;
   row.problem = key;
   Result<Problem> p = LoadProblem(file);
   if (!p.ok()) { row.status = "error"; row.message = p.status().message(); return row; }
+  Result<PrecisionPolicy> policy = p->ChoosePrecision(precision);
+  if (!policy.ok()) {
+    row.status = "not_allowed";
+    row.message = policy.status().message();
+    return row;
+  }
+  row.precision = PrecisionPolicyName(*policy);
   EvalOptions o = f.options;
+  o.precision = *policy;
   for (const auto& [name, value] : f.options.sizes) {  // a size applies where the problem has it
     bool has = false;
     for (const SizeParam& s : p->sizes) has |= s.name == name;
@@ -127,6 +140,65 @@ BenchRow BenchOne(const BenchFlags& f, const fs::path& file, ProcessRunner& runn
   return row;
 }
 
+// The policies to run: --precision's, in order, or one pass under each problem's own policy.
+// Baselines do not depend on the policy, so --baselines-only runs one pass.
+std::vector<std::optional<PrecisionPolicy>> PassPolicies(const BenchFlags& f) {
+  std::vector<std::optional<PrecisionPolicy>> out;
+  for (PrecisionPolicy p : f.policies) out.push_back(p);
+  if (out.empty()) out.push_back(std::nullopt);
+  if (f.baselines_only) out.resize(1);
+  return out;
+}
+
+// A pass's label: its policy; without --precision, the policy its rows share, else
+// "problem default".
+std::string PassLabel(std::optional<PrecisionPolicy> requested, const std::vector<BenchRow>& rows) {
+  if (requested) return PrecisionPolicyName(*requested);
+  std::string shared;
+  for (const BenchRow& r : rows) {
+    if (r.precision.empty()) continue;
+    if (!shared.empty() && r.precision != shared) return "problem default";
+    shared = r.precision;
+  }
+  return shared.empty() ? "problem default" : shared;
+}
+
+// Every (problem, policy) pair, -j at a time; the policies of one problem run one after another.
+std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path>& files) {
+  const std::vector<std::optional<PrecisionPolicy>> policies = PassPolicies(f);
+  const size_t n = files.size(), np = policies.size();
+  std::vector<std::vector<BenchRow>> rows(np, std::vector<BenchRow>(n));
+  std::atomic<size_t> next{0};
+  std::mutex print_mu;
+  auto work = [&] {
+    std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+    for (size_t job; (job = next++) < n * np;) {
+      size_t i = job / np, k = job % np;
+      BenchRow& row = rows[k][i];
+      row = BenchOne(f, files[i], policies[k], *runner);
+      if (!f.published.empty() && files[i].extension() == ".py")
+        row.published_ms = PublishedTimes(f.published, files[i].parent_path().filename().string(),
+                                          files[i].filename().string());
+      std::lock_guard<std::mutex> lock(print_mu);
+      std::string times;
+      for (const auto& [name, ms] : row.baseline_ms)
+        times += fmt::format(" {} {:.4f} ms", name, ms);
+      fmt::print(stderr, "kforge bench: [{}/{}] {}{} {}{}{}\n", i + 1, n, row.problem,
+                 np > 1 || !row.precision.empty() ? " [" + row.precision + "]" : "", row.status,
+                 row.ms > 0 ? fmt::format(" {:.4f} ms", row.ms) : "", times);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < std::max(1, f.jobs); ++j) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  std::vector<BenchPass> passes;
+  for (size_t k = 0; k < np; ++k) {
+    BenchSummary summary = Summarize(rows[k]);
+    passes.push_back({PassLabel(policies[k], rows[k]), std::move(rows[k]), summary});
+  }
+  return passes;
+}
+
 int RunBench(BenchFlags& f) {
   Result<std::vector<fs::path>> suite = ResolveSuite(f.suite, f.kernelbench);
   if (!suite.ok()) { fmt::print(stderr, "kforge bench: {}\n", suite.status().message()); return kExitUsage; }
@@ -143,36 +215,27 @@ int RunBench(BenchFlags& f) {
     std::erase_if(files, [&](const fs::path& p) { return FindCandidate(f.candidates, p, f.options.backend).empty(); });
     if (files.empty()) { fmt::print(stderr, "kforge bench: no problem of the suite has a candidate in {}\n", f.candidates); return kExitUsage; }
   }
-  std::vector<BenchRow> rows(files.size());
-  std::atomic<size_t> next{0};
-  std::mutex print_mu;
   auto t0 = std::chrono::steady_clock::now();
-  auto work = [&] {
-    std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
-    for (size_t i; (i = next++) < files.size();) {
-      rows[i] = BenchOne(f, files[i], *runner);
-      if (!f.published.empty() && files[i].extension() == ".py")
-        rows[i].published_ms = PublishedTimes(f.published, files[i].parent_path().filename().string(), files[i].filename().string());
-      std::lock_guard<std::mutex> lock(print_mu);
-      std::string times;
-      for (const auto& [name, ms] : rows[i].baseline_ms) times += fmt::format(" {} {:.4f} ms", name, ms);
-      fmt::print(stderr, "kforge bench: [{}/{}] {} {}{}{}\n", i + 1, files.size(), rows[i].problem, rows[i].status,
-                 rows[i].ms > 0 ? fmt::format(" {:.4f} ms", rows[i].ms) : "", times);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 0; j < std::max(1, f.jobs); ++j) threads.emplace_back(work);
-  for (std::thread& t : threads) t.join();
+  std::vector<BenchPass> passes = RunPasses(f, files);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  BenchSummary summary = Summarize(rows);
-  fmt::print("{}", BenchTable(rows, summary));
+  fmt::print("{}", BenchTable(passes));
   fmt::print("wall time {:.1f} s\n", seconds);
   if (!f.json_out.empty()) {
-    json meta = {{"suite", f.suite}, {"backend", f.options.backend}, {"candidates", f.candidates},
-                 {"mode", f.baselines_only ? "baselines" : f.optimize ? "optimize" : "candidates"},
-                 {"quick", f.options.quick}, {"sizes", f.options.sizes}, {"published", f.published},
-                 {"wall_seconds", seconds}, {"kforge", "0.1.0"}};
-    std::string text = BenchToJson(rows, summary, meta).dump(1);
+    json precision = json::array();
+    for (const BenchPass& p : passes) precision.push_back(p.precision);
+    json meta = {{"suite", f.suite},
+                 {"backend", f.options.backend},
+                 {"candidates", f.candidates},
+                 {"mode", f.baselines_only ? "baselines"
+                          : f.optimize     ? "optimize"
+                                           : "candidates"},
+                 {"quick", f.options.quick},
+                 {"sizes", f.options.sizes},
+                 {"published", f.published},
+                 {"precision", precision},
+                 {"wall_seconds", seconds},
+                 {"kforge", "0.1.0"}};
+    std::string text = BenchToJson(passes, meta).dump(1);
     if (f.json_out == "-") {
       fmt::print("{}\n", text);
     } else {
@@ -181,9 +244,13 @@ int RunBench(BenchFlags& f) {
       if (!out) { fmt::print(stderr, "kforge bench: cannot write {}\n", f.json_out); return kExitEnvironment; }
     }
   }
-  for (const BenchRow& r : rows)
-    if (r.status == "error") return kExitEnvironment;
-  return summary.correct == summary.problems || f.baselines_only ? kExitOk : kExitVerdict;
+  bool all_correct = true;
+  for (const BenchPass& p : passes) {
+    for (const BenchRow& r : p.rows)
+      if (r.status == "error") return kExitEnvironment;
+    all_correct &= p.summary.correct == p.summary.problems;
+  }
+  return all_correct || f.baselines_only ? kExitOk : kExitVerdict;
 }
 
 }  // namespace
@@ -212,9 +279,22 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
+  cmd->add_option("--precision", f->precision,
+                  "Precision policies, each a pass with its own columns: strict, tf32, bf16, fp16, "
+                  "kernelbench, e.g. strict,kernelbench (default: each problem's, else strict)")
+      ->delimiter(',');
   cmd->callback([f, exit_code] {
     Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
     if (!sizes.ok()) { fmt::print(stderr, "kforge bench: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
+    if (!f->precision.empty()) {
+      Result<std::vector<PrecisionPolicy>> policies = ParsePrecisionPolicies(f->precision);
+      if (!policies.ok()) {
+        fmt::print(stderr, "kforge bench: --precision: {}\n", policies.status().message());
+        *exit_code = kExitUsage;
+        return;
+      }
+      f->policies = *policies;
+    }
     f->options.sizes = *sizes;
     f->options.baselines = !f->no_baselines;
     *exit_code = RunBench(*f);

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ constexpr int kExitEnvironment = 3;
 void AddEvalCommand(CLI::App& app, int* exit_code);
 // --size name=value flags (eval, bench) -> sizes; a malformed item says what was expected.
 Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>& items);
+// --precision (eval, optimize): empty -> unset (the problem's policy); else one policy name. A
+// list or an unknown name fails, naming the valid policies.
+Result<std::optional<PrecisionPolicy>> ParsePrecisionFlag(const std::string& value);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddProblemsCommand(CLI::App& app, int* exit_code);
 // optimize, resume, runs, show.

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct EvalFlags {
-  std::string problem, candidate;
+  std::string problem, candidate, precision;
   std::vector<std::string> sizes;
   bool json = false, all = false, no_baselines = false, no_static_check = false;
   std::vector<std::string> backends;
@@ -106,6 +106,17 @@ Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>
   return out;
 }
 
+Result<std::optional<PrecisionPolicy>> ParsePrecisionFlag(const std::string& value) {
+  if (value.empty()) return std::optional<PrecisionPolicy>();
+  if (value.find(',') != std::string::npos)
+    return Status::InvalidArgument("--precision takes one policy here (got '" + value +
+                                   "'); expected one of " + PrecisionPolicyNames() +
+                                   " (kforge bench takes a list)");
+  Result<PrecisionPolicy> p = ParsePrecisionPolicy(value);
+  if (!p.ok()) return Status::InvalidArgument("--precision: " + p.status().message());
+  return std::optional<PrecisionPolicy>(*p);
+}
+
 void AddEvalCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand("eval", "Judge a candidate kernel against a problem");
@@ -128,9 +139,19 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->add_option("--timed-checks", f->options.timed_checks,
                   "Timed runs, picked at random after the fact, whose outputs are checked against a reference (default 3)");
+  cmd->add_option("--precision", f->precision,
+                  "Precision policy: strict, tf32, bf16, fp16 or kernelbench (default: the "
+                  "problem's, else strict; docs/evaluation.md)");
   cmd->callback([f, exit_code] {
     Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
     if (!sizes.ok()) { fmt::print(stderr, "kforge eval: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
+    Result<std::optional<PrecisionPolicy>> precision = ParsePrecisionFlag(f->precision);
+    if (!precision.ok()) {
+      fmt::print(stderr, "kforge eval: {}\n", precision.status().message());
+      *exit_code = kExitUsage;
+      return;
+    }
+    f->options.precision = *precision;
     f->options.sizes = *sizes;
     f->options.baselines = !f->no_baselines;
     f->options.static_check = !f->no_static_check;

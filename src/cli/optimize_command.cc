@@ -19,6 +19,7 @@ namespace {
 struct LoopFlags {
   ForgeOptions options;
   std::string llm_config;
+  std::string precision;  // --precision as given
   int64_t run_id = 0;
   int64_t attempt = 0;
   bool json = false;
@@ -114,6 +115,7 @@ int Show(const LoopFlags& f) {
     if (extra.contains("program")) fmt::print("--- program ---\n{}\n", extra["program"].get<std::string>());
     json v = json::parse(a->verdict_json.empty() ? "{}" : a->verdict_json, nullptr, false);
     fmt::print("--- verdict ---\n{}\n", f.json ? v.dump(1) : v.value("message", ""));
+    if (!f.json) fmt::print("{}", DescribePrecision(v.value("precision", json::object()), ""));
     Result<std::vector<LlmCallRow>> calls = (*store)->LlmCalls(f.run_id);
     for (const LlmCallRow& c : calls.ok() ? *calls : std::vector<LlmCallRow>{}) {
       if (c.attempt != a->number) continue;
@@ -125,6 +127,9 @@ int Show(const LoopFlags& f) {
   }
   Result<RunTotals> t = (*store)->Totals(run->id);
   fmt::print("run {}: {} on {} with {} — {} ({})\n", run->id, run->problem, run->backend, run->model, run->status, run->stop_reason);
+  ForgeOptions config = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
+  fmt::print("  precision {}\n", config.eval.precision ? PrecisionPolicyName(*config.eval.precision)
+                                                       : "the problem's (not recorded)");
   if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls, {} input + {} output tokens, ${:.4f}, {:.1f} s in stages\n",
                          t->attempts, t->correct, t->llm_calls, t->input_tokens, t->output_tokens, t->cost_usd, t->stage_seconds);
   Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
@@ -175,8 +180,20 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--transfer-backend", f->options.transfer_backend, "The backend of --transfer");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
+  opt->add_option("--precision", f->precision,
+                  "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "
+                  "kernelbench (default: the problem's, else strict)");
   AddBudgetFlags(opt, f.get());
-  opt->callback([f, exit_code] { *exit_code = RunLoop(*f, false); });
+  opt->callback([f, exit_code] {
+    Result<std::optional<PrecisionPolicy>> precision = ParsePrecisionFlag(f->precision);
+    if (!precision.ok()) {
+      fmt::print(stderr, "kforge optimize: {}\n", precision.status().message());
+      *exit_code = kExitUsage;
+      return;
+    }
+    f->options.eval.precision = *precision;
+    *exit_code = RunLoop(*f, false);
+  });
 
   CLI::App* res = app.add_subcommand("resume", "Continue an interrupted run where it stopped");
   res->add_option("run", f->run_id, "Run id (see `kforge runs`)")->required();

@@ -20,7 +20,7 @@ struct Mismatch {
 struct Comparison {
   bool pass = true;
   std::string reason;           // first failing rule, for people
-  int64_t bad_count = 0;        // elements outside atol + rtol * |ref|
+  int64_t bad_count = 0;        // elements outside atol + atol_rms * RMS(ref) + rtol * |ref|
   int64_t unwritten = 0;        // elements still NaN where the reference is finite
   int64_t nonfinite = 0;        // NaN or Inf where the reference is finite
   double max_abs = 0, max_rel = 0;

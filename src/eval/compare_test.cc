@@ -1,11 +1,15 @@
 // Unit specifications of the comparison rules and the static check.
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 #include <gtest/gtest.h>
 
 #include "eval/compare.h"
 #include "eval/static_check.h"
+#include "kforge/problem.h"
 
 namespace kforge {
 namespace {
@@ -58,6 +62,104 @@ TEST(CompareTest, GivenATinyReferenceItIsDegenerate) {
   EXPECT_TRUE(IsDegenerate({5, 5, 5, 5}, kTol, &why));
   EXPECT_NE(why.find("constant"), std::string::npos);
   EXPECT_FALSE(IsDegenerate({1, -2, 3}, kTol, &why));
+}
+
+TEST(CompareTest, GivenAnAtolInUnitsOfTheReferenceRmsItScalesWithTheOutput) {
+  Tolerance tol{0, 0, 0, 0.01};  // |out - ref| <= 0.01 * RMS(ref)
+  // RMS of {3, -4, 0, 0} is 2.5, so errors up to 0.025 pass, whatever the element's own size.
+  EXPECT_TRUE(CompareOutput(Shape(4), F32({3, -4, 0.02f, -0.02f}), {3, -4, 0, 0}, tol).pass);
+  Comparison c = CompareOutput(Shape(4), F32({3, -4, 0.03f, 0}), {3, -4, 0, 0}, tol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.bad_count, 1);
+  EXPECT_NE(c.reason.find("atol_rms*RMS(ref)"), std::string::npos) << c.reason;
+}
+
+// --- A long reduction in reduced precision against each policy's rule. ----------------------
+
+// Rounds to `bits` explicit mantissa bits, to nearest even: TF32 keeps 10, bfloat16 7.
+float RoundMantissa(float x, int bits) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const int drop = 23 - bits;
+  if (drop == 0) return x;
+  u = (u + ((1u << (drop - 1)) - 1) + ((u >> drop) & 1)) & ~((1u << drop) - 1);
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// y[r] = sum_k a[r][k] * b[k] with normal inputs (random signs, as torch.randn): the reference in
+// float64 from the float32 inputs, the candidate with its operands rounded to `bits` mantissa
+// bits (23 = float32) and float32 accumulation, as TF32 and bf16 tensor cores do.
+struct DotCase {
+  std::vector<double> ref;
+  std::vector<float> got;
+};
+DotCase LongDot(int rows, int k, int bits) {
+  std::mt19937_64 rng(42);
+  auto normal = [&] {  // Box-Muller on the fully specified engine: the same numbers everywhere
+    double u1 = (rng() >> 11) * 0x1.0p-53 + 0x1.0p-54, u2 = (rng() >> 11) * 0x1.0p-53;
+    return static_cast<float>(std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2));
+  };
+  std::vector<float> b(k);
+  for (float& v : b) v = normal();
+  DotCase out;
+  for (int r = 0; r < rows; ++r) {
+    double exact = 0;
+    float acc = 0;
+    for (int i = 0; i < k; ++i) {
+      float a = normal();
+      exact += static_cast<double>(a) * b[i];
+      acc += RoundMantissa(a, bits) * RoundMantissa(b[i], bits);
+    }
+    out.ref.push_back(exact);
+    out.got.push_back(acc);
+  }
+  return out;
+}
+
+Comparison Judge(const DotCase& d, PrecisionPolicy policy) {
+  Problem problem;  // no [tolerance]: the float32 defaults under strict
+  Tolerance tol = problem.ToleranceFor(DType::kFloat32, policy);
+  Comparison c = CompareOutput(Shape(static_cast<int64_t>(d.ref.size())), F32(d.got), d.ref, tol);
+  std::printf("  %-11s max_abs %.3g rms_rel %.3g (ref RMS %.3g) bad %lld of %zu: %s\n",
+              PrecisionPolicyName(policy), c.max_abs, c.rms_rel, c.ref_rms,
+              static_cast<long long>(c.bad_count), d.ref.size(), DescribeTolerance(tol).c_str());
+  return c;
+}
+
+constexpr int kRows = 512, kK = 4096;
+
+TEST(PrecisionRuleTest, GivenFloat32MathAK4096DotPassesStrict) {
+  DotCase d = LongDot(kRows, kK, 23);
+  EXPECT_TRUE(Judge(d, PrecisionPolicy::kStrict).pass);
+}
+
+TEST(PrecisionRuleTest, GivenTf32OperandsAK4096DotFailsStrictAndPassesTf32) {
+  DotCase d = LongDot(kRows, kK, 10);
+  Comparison strict = Judge(d, PrecisionPolicy::kStrict);
+  EXPECT_FALSE(strict.pass);
+  EXPECT_GT(strict.bad_count, kRows / 4) << "most outputs miss the float32 tolerance, not a few";
+  EXPECT_TRUE(Judge(d, PrecisionPolicy::kTf32).pass);
+  EXPECT_TRUE(Judge(d, PrecisionPolicy::kFp16).pass);  // the same 10-bit operands
+  EXPECT_TRUE(Judge(d, PrecisionPolicy::kBf16).pass);
+  // KernelBench's fixed 1e-2 is not scale-aware: outputs near zero (cancelling sums) miss it.
+  EXPECT_FALSE(Judge(d, PrecisionPolicy::kKernelBench).pass);
+}
+
+TEST(PrecisionRuleTest, GivenBf16OperandsAK4096DotFailsTf32AndPassesBf16) {
+  DotCase d = LongDot(kRows, kK, 7);
+  EXPECT_FALSE(Judge(d, PrecisionPolicy::kStrict).pass);
+  EXPECT_FALSE(Judge(d, PrecisionPolicy::kTf32).pass);
+  EXPECT_TRUE(Judge(d, PrecisionPolicy::kBf16).pass);
+  Judge(d, PrecisionPolicy::kKernelBench);  // printed for comparison
+}
+
+TEST(PrecisionRuleTest, GivenAMagnitudeFourTrialTheReducedRulesScaleWithTheOutput) {
+  DotCase d = LongDot(kRows, kK, 10);
+  for (double& v : d.ref) v *= 16;  // both operands x4 (exact in binary), as in magnitude-4 trials
+  for (float& v : d.got) v *= 16;
+  EXPECT_FALSE(Judge(d, PrecisionPolicy::kStrict).pass);
+  EXPECT_TRUE(Judge(d, PrecisionPolicy::kTf32).pass);
 }
 
 TEST(StaticCheckTest, GivenCommentsTheyAreIgnoredButCodeIsNot) {

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -39,6 +40,8 @@ class EvalTest : public ::testing::Test {
     o.timeout_seconds = 20;
     o.memory_bytes = 2ull << 30;
     o.baselines = baselines_;
+    o.precision = precision_;
+    o.timing = timing_;
     Result<Verdict> v = Evaluate(*p, candidate, o, *runner_);
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : Verdict{};
@@ -47,6 +50,8 @@ class EvalTest : public ::testing::Test {
 
   std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
   bool baselines_ = false;
+  std::optional<PrecisionPolicy> precision_;
+  bool timing_ = true;
 };
 
 TEST_F(EvalTest, GivenACorrectCandidateItIsJudgedCorrectAndTimed) {
@@ -244,6 +249,75 @@ TEST_F(EvalTest, GivenAMissingCandidateFileItIsAnError) {
   EXPECT_FALSE(v.ok());
 }
 
+// --- Precision policies, on testdata/dot (64 dot products of length 4096, normal inputs). ----
+// Untimed: the policy changes the comparisons only, and the speed-of-light gate of a 1 MB
+// problem on a busy machine is not what these tests are about.
+
+TEST_F(EvalTest, GivenFloat32MathOnALongReductionItIsCorrectUnderTheDefaultStrictPolicy) {
+  timing_ = false;
+  Verdict v = Eval("dot", kData / "dot" / "fp32.cc");
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_EQ(v.precision["policy"], "strict");
+  EXPECT_EQ(v.precision["tolerance"]["y"]["rtol"], 1e-4);
+  EXPECT_NE(v.Summary().find("precision strict  y: |out - ref| <= 0.0001 + 0.0001*|ref|"),
+            std::string::npos)
+      << v.Summary();
+}
+
+TEST_F(EvalTest, GivenTf32MathOnALongReductionItIsWrongOutputUnderStrictAndCorrectUnderTf32) {
+  timing_ = false;
+  precision_ = PrecisionPolicy::kStrict;
+  Verdict strict = Eval("dot", kData / "dot" / "tf32.cc");
+  EXPECT_EQ(strict.status, VerdictStatus::kWrongOutput) << strict.message;
+  EXPECT_NE(strict.message.find("outside atol + rtol*|ref|"), std::string::npos) << strict.message;
+  EXPECT_EQ(strict.ToJson()["precision"]["policy"], "strict");
+  precision_ = PrecisionPolicy::kTf32;
+  Verdict tf32 = Eval("dot", kData / "dot" / "tf32.cc");
+  EXPECT_EQ(tf32.status, VerdictStatus::kCorrect) << tf32.message;
+  nlohmann::json j = tf32.ToJson();
+  EXPECT_EQ(j["precision"]["policy"], "tf32");
+  EXPECT_DOUBLE_EQ(j["precision"]["tolerance"]["y"]["atol_rms"].get<double>(),
+                   8 * std::ldexp(1.0, -11));
+  EXPECT_NE(j["precision"]["tolerance"]["y"]["rule"].get<std::string>().find("RMS(ref)"),
+            std::string::npos);
+  EXPECT_EQ(j["trials"].size(), 7u);  // every trial, hidden sizes and magnitude 4 included
+}
+
+TEST_F(EvalTest, GivenBf16MathOnALongReductionItFailsTf32AndPassesBf16) {
+  timing_ = false;
+  precision_ = PrecisionPolicy::kTf32;
+  EXPECT_EQ(Eval("dot", kData / "dot" / "bf16.cc").status, VerdictStatus::kWrongOutput);
+  precision_ = PrecisionPolicy::kBf16;
+  Verdict v = Eval("dot", kData / "dot" / "bf16.cc");
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_EQ(v.precision["policy"], "bf16");
+}
+
+TEST_F(EvalTest, GivenAPolicyTheProblemDoesNotAllowTheEvaluationFailsSayingWhichItAllows) {
+  Result<Problem> p = LoadProblem(kData / "dot" / "problem.toml");
+  ASSERT_TRUE(p.ok());
+  p->precision_allowed = {PrecisionPolicy::kStrict};
+  EvalOptions o;
+  o.precision = PrecisionPolicy::kBf16;
+  Result<Verdict> v = Evaluate(*p, kData / "dot" / "bf16.cc", o, *runner_);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(v.status().message().find("it allows: strict"), std::string::npos)
+      << v.status().message();
+}
+
+TEST_F(EvalTest, GivenADeclaredPolicyItIsTheDefault) {
+  Result<Problem> p = LoadProblem(kData / "dot" / "problem.toml");
+  ASSERT_TRUE(p.ok());
+  p->precision = PrecisionPolicy::kTf32;
+  EvalOptions o;
+  o.timing = false;
+  Result<Verdict> v = Evaluate(*p, kData / "dot" / "tf32.cc", o, *runner_);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+  EXPECT_EQ(v->precision["policy"], "tf32");
+}
+
 TEST_F(EvalTest, GivenAnOpenClCandidateItIsJudgedCorrect) {
   Verdict v = Eval("scale", kData / "scale" / "good_opencl.cpp", "opencl");
   if (v.status == VerdictStatus::kRuntimeError && v.message.find("open device") != std::string::npos)
@@ -258,6 +332,17 @@ TEST_F(EvalTest, GivenFastMathOpenClOptionsOnAStrictProblemItIsSuspicious) {
     GTEST_SKIP() << "no OpenCL device here: " << v.message;
   EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
   EXPECT_EQ(v.gate, "precision");
+}
+
+TEST_F(EvalTest, GivenFastMathOpenClOptionsUnderAReducedPolicyTheToleranceAloneJudges) {
+  precision_ = PrecisionPolicy::kTf32;
+  Verdict v = Eval("scale", kData / "bad" / "fast_math_opencl.cpp", "opencl");
+  if (v.status == VerdictStatus::kRuntimeError &&
+      v.message.find("open device") != std::string::npos)
+    GTEST_SKIP() << "no OpenCL device here: " << v.message;
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_EQ(v.precision["fast_math_allowed"], true);
+  EXPECT_FALSE(v.precision["fast_math_options"].empty());
 }
 
 }  // namespace

@@ -107,6 +107,10 @@ class Evaluation {
                                    const std::string& entry, const fs::path& program);
   Limits WorkerLimits() const;
   std::string LockName(const std::string& backend) const;
+  Status ChoosePrecision();
+  // The one place a comparison's tolerance comes from: the problem's rule under the run's policy.
+  Tolerance ToleranceFor(DType dtype) const { return problem_.ToleranceFor(dtype, policy_); }
+  void RecordTolerances(const std::vector<TensorShape>& outputs);
   void ChooseArch();
   void Advisory();
   json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as_root, std::string* out);
@@ -143,6 +147,7 @@ class Evaluation {
   const EvalOptions& options_;
   ProcessRunner& runner_;
   const BackendInfo* backend_ = nullptr;
+  PrecisionPolicy policy_ = PrecisionPolicy::kStrict;  // set by ChoosePrecision
   std::string source_;
   fs::path library_, program_source_, reference_library_;
   std::string arch_;  // per-device-arch backends (cuda): the device's architecture, "sm_90"
@@ -262,7 +267,7 @@ Status Evaluation::ComputeReference() {
       for (double x : r) reference_finite_ &= std::isfinite(x);
   std::string why;
   const TensorShape& first = trials_[0].bound.outputs[0];
-  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(first.dtype), &why)) {
+  if (IsDegenerate(trials_[0].reference[0], ToleranceFor(first.dtype), &why)) {
     degenerate_ = true;
     verdict_.warnings.push_back("degenerate problem: " + why);
   }
@@ -295,6 +300,24 @@ Limits Evaluation::WorkerLimits() const {
   l.address_space_bytes = backend_ && backend_->unlimited_address_space ? 0 : options_.memory_bytes;
   l.output_bytes = 64 << 10;
   return l;
+}
+
+// The run's policy: --precision, else the problem's; recorded in the verdict before any gate.
+Status Evaluation::ChoosePrecision() {
+  KF_ASSIGN_OR_RETURN(policy_, problem_.ChoosePrecision(options_.precision));
+  verdict_.precision["policy"] = PrecisionPolicyName(policy_);
+  return Status::Ok();
+}
+
+// precision.tolerance: the bounds each output is held to, once the outputs' dtypes are known.
+void Evaluation::RecordTolerances(const std::vector<TensorShape>& outputs) {
+  json all = json::object();
+  for (const TensorShape& out : outputs) {
+    Tolerance t = ToleranceFor(out.dtype);
+    all[out.name] = {{"atol", t.atol}, {"rtol", t.rtol}, {"rms", t.rms}, {"atol_rms", t.atol_rms},
+                     {"rule", DescribeTolerance(t)}};
+  }
+  verdict_.precision["tolerance"] = all;
 }
 
 // Builds for the evaluating device's own architecture; without a device (CI, no driver) for
@@ -430,7 +453,7 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
     }
     for (size_t o = 0; o < trial.bound.outputs.size(); ++o) {
       const TensorShape& shape = trial.bound.outputs[o];
-      Tolerance tol = problem_.ToleranceFor(shape.dtype);
+      Tolerance tol = ToleranceFor(shape.dtype);
       Result<std::string> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
       Result<std::string> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
       if (!a.ok() || !b.ok()) { pass = false; why = "missing output from the worker"; continue; }
@@ -495,7 +518,7 @@ bool Evaluation::CheckTimedSamples(const WorkerRun& run) {
     for (size_t o = 0; o < timed[k].bound.outputs.size(); ++o) {
       const TensorShape& shape = timed[k].bound.outputs[o];
       Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, ""));
-      Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, timed[k].reference[o], problem_.ToleranceFor(shape.dtype))
+      Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, timed[k].reference[o], ToleranceFor(shape.dtype))
                                 : Comparison{false, bytes.status().message()};
       if (!c.pass) {
         verdict_.trials.push_back({{"timed_run", r}, {"seed", timed[k].seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
@@ -566,10 +589,14 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
 bool Evaluation::CheckPrecision(const WorkerRun& run) {
   const json reported = run.result.value("precision", json::object());
   for (const auto& [k, v] : reported.items()) verdict_.precision[k] = v;
-  verdict_.precision["fast_math_allowed"] = problem_.allow_fast_math;
+  // Under a reduced-precision policy the tolerance alone judges relaxed math.
+  const bool allowed = problem_.allow_fast_math || PolicyAllowsFastMath(policy_);
+  verdict_.precision["fast_math_allowed"] = allowed;
   const json fast = verdict_.precision.value("fast_math_options", json::array());
-  if (!fast.empty() && !problem_.allow_fast_math) {
-    Finish(VerdictStatus::kSuspicious, "the candidate built with " + fast.dump() + ", which this problem does not allow", "precision");
+  if (!fast.empty() && !allowed) {
+    Finish(VerdictStatus::kSuspicious, "the candidate built with " + fast.dump() +
+                                           ", which this problem does not allow under the strict precision policy"
+                                           " (--precision tf32, bf16, fp16 or kernelbench accepts it)", "precision");
     return false;
   }
   return true;
@@ -802,7 +829,7 @@ json Evaluation::PythonJob(const std::string& mode) const {
 bool Evaluation::PythonOutputsMayRepeat() const {
   if (trials_.empty() || trials_[0].reference.empty()) return false;
   std::string why;
-  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(trials_[0].bound.outputs[0].dtype), &why)) return true;
+  if (IsDegenerate(trials_[0].reference[0], ToleranceFor(trials_[0].bound.outputs[0].dtype), &why)) return true;
   return trials_.size() > 1 && trials_[1].bound.sizes == trials_[0].bound.sizes && trials_[1].reference == trials_[0].reference;
 }
 
@@ -907,7 +934,7 @@ Status Evaluation::PreparePyTorch() {
   if (!status.ok()) return status;
   if (trials_.empty() || trials_[0].bound.outputs.empty()) return Status::Internal("the PyTorch reference returned no outputs");
   std::string why;
-  if (IsDegenerate(trials_[0].reference[0], problem_.ToleranceFor(trials_[0].bound.outputs[0].dtype), &why)) {
+  if (IsDegenerate(trials_[0].reference[0], ToleranceFor(trials_[0].bound.outputs[0].dtype), &why)) {
     degenerate_ = true;
     verdict_.warnings.push_back("degenerate problem: " + why);
   }
@@ -1060,7 +1087,7 @@ Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& sam
       const TensorShape& shape = trials_[set].bound.outputs[o];
       Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, std::string()));
       Comparison c;
-      if (bytes.ok() && o < ref.size()) c = CompareOutput(shape, *bytes, ref[o], problem_.ToleranceFor(shape.dtype));
+      if (bytes.ok() && o < ref.size()) c = CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype));
       else c.pass = false, c.reason = "missing from the worker";
       if (!c.pass) {
         Finish(VerdictStatus::kWrongOutput, label + ": output '" + shape.name + "': " + c.reason, "timed_outputs");
@@ -1159,9 +1186,11 @@ Result<Verdict> Evaluation::RunBaselinesOnly() {
     return Status::InvalidArgument("problem '" + problem_.name + "' is not a PyTorch problem: it has no eager or torch.compile baseline");
   verdict_.problem = problem_.name;
   verdict_.backend = backend_->name;
+  KF_RETURN_IF_ERROR(ChoosePrecision());
   KF_RETURN_IF_ERROR(StartPython());
   python_candidate_ = true;  // no native inputs are needed
   KF_RETURN_IF_ERROR(PreparePyTorch());
+  RecordTolerances(trials_[0].bound.outputs);
   verdict_.flops = trials_[0].bound.flops;
   verdict_.bytes = trials_[0].bound.bytes;
   KF_RETURN_IF_ERROR(PyTorchBaselines());
@@ -1177,6 +1206,7 @@ Result<Verdict> Evaluation::Run() {
   verdict_.backend = backend_->name;
   verdict_.candidate = candidate_.string();
   verdict_.candidate_hash = HashHex(source_);
+  KF_RETURN_IF_ERROR(ChoosePrecision());
   verdict_.fingerprint["compiler"] = ToolchainVersion(runner_, *backend_);
   verdict_.fingerprint["kforge"] = "0.1.0";
   python_candidate_ = backend_->python_hosted || candidate_.extension() == ".py";
@@ -1190,6 +1220,7 @@ Result<Verdict> Evaluation::Run() {
     KF_RETURN_IF_ERROR(PrepareTrials());
     KF_RETURN_IF_ERROR(ComputeReference());
   }
+  RecordTolerances(trials_[0].bound.outputs);
   KF_ASSIGN_OR_RETURN(bool passed, python_candidate_ ? RunPythonCandidate() : RunCandidate());
   Advisory();
   if (!passed || !options_.timing) {

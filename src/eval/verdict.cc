@@ -123,6 +123,18 @@ nlohmann::json Verdict::ToJson() const {
   return j;
 }
 
+std::string DescribePrecision(const nlohmann::json& precision, const std::string& indent) {
+  if (!precision.is_object() || !precision.contains("policy")) return "";
+  const std::string policy = precision["policy"].get<std::string>();
+  const nlohmann::json tolerance = precision.value("tolerance", nlohmann::json::object());
+  if (tolerance.empty()) return indent + "precision " + policy + "\n";
+  std::string s;
+  for (const auto& [name, t] : tolerance.items())
+    s += fmt::format("{}precision {}  {}: {}\n", indent, policy, name,
+                     t.value("rule", std::string()));
+  return s;
+}
+
 std::string Verdict::Summary() const {
   std::string s = fmt::format("{}  {} [{}] {}\n", VerdictStatusName(status), problem, backend, candidate);
   if (!message.empty()) s += "  " + message + "\n";
@@ -132,6 +144,7 @@ std::string Verdict::Summary() const {
     s += fmt::format("  roofline floor {:.4f} ms (theoretical{})  achievable floor {:.4f} ms  SOL {:.1f}%\n", floor_ms,
                      FloorBasis(roofline.value("theoretical", nlohmann::json::object())), achievable_floor_ms, sol_percent);
   }
+  s += DescribePrecision(precision, "  ");
   for (const auto& [name, t] : baselines) {
     auto it = speedups.find(name);
     s += fmt::format("  vs {:<9} {:.4f} ms  speedup {:.2f}x\n", name, t.median_ms,

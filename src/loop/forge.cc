@@ -547,7 +547,8 @@ json ForgeOptions::ToJson() const {
           {"transfer_file", transfer_file}, {"transfer_backend", transfer_backend},
           {"eval", {{"sizes", eval.sizes}, {"quick", eval.quick}, {"seeds", eval.seeds}, {"budget_ms", eval.budget_ms},
                     {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
-                    {"min_runs", eval.min_runs}, {"max_runs", eval.max_runs}}}};
+                    {"min_runs", eval.min_runs}, {"max_runs", eval.max_runs},
+                    {"precision", eval.precision ? PrecisionPolicyName(*eval.precision) : ""}}}};
 }
 
 ForgeOptions ForgeOptions::FromJson(const json& j) {
@@ -580,6 +581,9 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.eval.baselines = e.value("baselines", true);
   o.eval.min_runs = e.value("min_runs", o.eval.min_runs);
   o.eval.max_runs = e.value("max_runs", o.eval.max_runs);
+  // Empty (runs recorded before policies existed): unset, the problem's policy.
+  Result<PrecisionPolicy> precision = ParsePrecisionPolicy(e.value("precision", ""));
+  if (precision.ok()) o.eval.precision = *precision;
   return o;
 }
 
@@ -589,9 +593,14 @@ fs::path WorkspaceDir() {
   return fs::current_path() / ".kforge";
 }
 
-Result<ForgeSummary> StartRun(const ForgeOptions& options, ForgeDeps& deps) {
-  KF_ASSIGN_OR_RETURN(fs::path file, FindProblem(options.problem));
+Result<ForgeSummary> StartRun(const ForgeOptions& requested, ForgeDeps& deps) {
+  KF_ASSIGN_OR_RETURN(fs::path file, FindProblem(requested.problem));
   KF_ASSIGN_OR_RETURN(Problem p, LoadProblem(file));
+  // The run records the policy it uses, so that `kforge show` and a resume see it even when it
+  // came from the problem file.
+  ForgeOptions options = requested;
+  KF_ASSIGN_OR_RETURN(PrecisionPolicy policy, p.ChoosePrecision(requested.eval.precision));
+  options.eval.precision = policy;
   RunRow run;
   run.problem = p.name;
   run.problem_path = file.string();

@@ -881,5 +881,18 @@ TEST_F(ForgeLoopTest, GivenNoModelTheTunerFindsTheBestParametersInFewerEvaluatio
   ExpectArtifacts(w, s->run_id, attempts);
 }
 
+TEST(ForgeOptionsTest, GivenAPrecisionPolicyItSurvivesTheRecordedConfiguration) {
+  ForgeOptions o;
+  o.eval.precision = PrecisionPolicy::kBf16;
+  nlohmann::json j = o.ToJson();
+  EXPECT_EQ(j["eval"]["precision"], "bf16");
+  EXPECT_EQ(ForgeOptions::FromJson(j).eval.precision, PrecisionPolicy::kBf16);
+}
+
+TEST(ForgeOptionsTest, GivenAConfigurationWithoutAPolicyItIsLeftToTheProblem) {
+  EXPECT_FALSE(ForgeOptions::FromJson(ForgeOptions().ToJson()).eval.precision.has_value());
+  EXPECT_FALSE(ForgeOptions::FromJson({{"eval", {{"quick", true}}}}).eval.precision.has_value());
+}
+
 }  // namespace
 }  // namespace kforge

@@ -198,6 +198,8 @@ class Loader {
   Status LoadReference();
   Status LoadChecks();
   Status LoadMagnitudes(const TableReader& checks);
+  Status LoadPrecision();
+  Status LoadAllowedPolicies(const TableReader& precision);
   Status LoadSeeds();
   Status LoadCandidates();
 
@@ -211,7 +213,7 @@ class Loader {
 Result<Problem> Loader::Load() {
   KF_RETURN_IF_ERROR(
       root_.CheckKeys({"name", "description", "sizes", "inputs", "outputs", "attrs", "tolerance",
-                       "cost", "reference", "checks", "seeds", "candidates"}));
+                       "precision", "cost", "reference", "checks", "seeds", "candidates"}));
   KF_RETURN_IF_ERROR(LoadName());
   KF_RETURN_IF_ERROR(LoadSizes());
   KF_RETURN_IF_ERROR(LoadTensors("inputs", /*is_input=*/true, &problem_.inputs));
@@ -221,6 +223,7 @@ Result<Problem> Loader::Load() {
   KF_RETURN_IF_ERROR(LoadCost());
   KF_RETURN_IF_ERROR(LoadReference());
   KF_RETURN_IF_ERROR(LoadChecks());
+  KF_RETURN_IF_ERROR(LoadPrecision());
   KF_RETURN_IF_ERROR(LoadSeeds());
   KF_RETURN_IF_ERROR(LoadCandidates());
   return std::move(problem_);
@@ -605,6 +608,61 @@ Status Loader::LoadMagnitudes(const TableReader& checks) {
       return ErrorAt(node, field, fmt::format("is {}", value), "a finite number > 0");
     }
     problem_.magnitudes.push_back(value);
+  }
+  return Status::Ok();
+}
+
+// [precision]: the policy a run uses unless --precision says otherwise, and the policies a run
+// may choose. The declared policy must be one of the allowed ones.
+Status Loader::LoadPrecision() {
+  const toml::table* table;
+  KF_RETURN_IF_ERROR(root_.ReadTable("precision", false, &table));
+  if (table == nullptr) return Status::Ok();
+  TableReader precision(file_, *table, "precision");
+  KF_RETURN_IF_ERROR(precision.CheckKeys({"policy", "allowed"}));
+  KF_RETURN_IF_ERROR(LoadAllowedPolicies(precision));
+  std::string name;
+  KF_RETURN_IF_ERROR(precision.ReadString("policy", false, &name));
+  if (!table->contains("policy")) {
+    // Without a declared policy the default is strict, or the first allowed one.
+    if (!problem_.precision_allowed.empty())
+      problem_.precision = problem_.precision_allowed.front();
+    return Status::Ok();
+  }
+  Result<PrecisionPolicy> policy = ParsePrecisionPolicy(name);
+  if (!policy.ok())
+    return precision.Error("policy", fmt::format("unknown policy '{}'", name),
+                           "one of " + PrecisionPolicyNames());
+  problem_.precision = *policy;
+  const std::vector<PrecisionPolicy>& allowed = problem_.precision_allowed;
+  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), *policy) != allowed.end())
+    return Status::Ok();
+  std::string names;
+  for (PrecisionPolicy p : allowed)
+    names += (names.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
+  return precision.Error("policy", fmt::format("'{}' is not among precision.allowed", name),
+                         "one of " + names);
+}
+
+Status Loader::LoadAllowedPolicies(const TableReader& precision) {
+  const toml::array* array;
+  const std::string expected = "a non-empty array of policy names from " + PrecisionPolicyNames();
+  KF_RETURN_IF_ERROR(precision.ReadArray("allowed", false, &array, expected));
+  if (array == nullptr) return Status::Ok();
+  if (array->empty()) return precision.Error("allowed", "the array is empty", expected);
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node* node = array->get(i);
+    std::string field = fmt::format("{}[{}]", precision.Field("allowed"), i);
+    if (!node->is_string())
+      return ErrorAt(node, field, "got " + DescribeType(*node), "a policy name");
+    Result<PrecisionPolicy> policy = ParsePrecisionPolicy(node->as_string()->get());
+    if (!policy.ok()) {
+      return ErrorAt(node, field, fmt::format("unknown policy '{}'", node->as_string()->get()),
+                     "one of " + PrecisionPolicyNames());
+    }
+    std::vector<PrecisionPolicy>& allowed = problem_.precision_allowed;
+    if (std::find(allowed.begin(), allowed.end(), *policy) == allowed.end())
+      allowed.push_back(*policy);
   }
   return Status::Ok();
 }

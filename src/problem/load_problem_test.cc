@@ -222,7 +222,7 @@ TEST_F(LoadProblemTest, GivenADuplicateKeyItIsASyntaxError) {
 TEST_F(LoadProblemTest, GivenAnUnknownTopLevelKeyItListsTheAllowedKeys) {
   EXPECT_EQ(ErrorOf(With(kMinimal, "[sizes]", "descripton = \"typo\"\n[sizes]")),
             "FILE:2: descripton: unknown key 'descripton'; expected one of name, description, "
-            "sizes, inputs, outputs, attrs, tolerance, cost, reference, checks, seeds, "
+            "sizes, inputs, outputs, attrs, tolerance, precision, cost, reference, checks, seeds, "
             "candidates");
 }
 
@@ -421,6 +421,47 @@ TEST_F(LoadProblemTest, GivenBadTolerancesItSaysWhatIsExpected) {
             "FILE:16: tolerance.rel: unknown key 'rel'; expected one of atol, rtol, rms");
   EXPECT_EQ(ErrorOf(with_tolerance("atol = \"tiny\"\nrtol = 0\nrms = 0\n")),
             "FILE:13: tolerance.atol: got a string; expected a number");
+}
+
+TEST_F(LoadProblemTest, GivenAPrecisionTableItReadsThePolicyAndTheAllowedOnes) {
+  Result<Problem> plain = LoadText(kMinimal);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->precision, PrecisionPolicy::kStrict);
+  EXPECT_TRUE(plain->precision_allowed.empty());
+  Result<Problem> p =
+      LoadText(With(kMinimal, "[cost]",
+                    "[precision]\npolicy = \"tf32\"\nallowed = [\"strict\", \"tf32\"]\n[cost]"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->precision, PrecisionPolicy::kTf32);
+  EXPECT_EQ(p->precision_allowed,
+            (std::vector<PrecisionPolicy>{PrecisionPolicy::kStrict, PrecisionPolicy::kTf32}));
+  Result<Problem> first =
+      LoadText(With(kMinimal, "[cost]", "[precision]\nallowed = [\"bf16\", \"fp16\"]\n[cost]"));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->precision, PrecisionPolicy::kBf16);  // no policy: the first allowed one
+}
+
+TEST_F(LoadProblemTest, GivenBadPrecisionItNamesTheValidPolicies) {
+  auto with_precision = [](const std::string& body) {
+    return With(kMinimal, "[cost]", "[precision]\n" + body + "[cost]");
+  };
+  EXPECT_EQ(
+      ErrorOf(with_precision("policy = \"fast\"\n")),
+      "FILE:13: precision.policy: unknown policy 'fast'; expected one of strict, tf32, bf16, fp16, "
+      "kernelbench");
+  EXPECT_EQ(ErrorOf(with_precision("policy = \"bf16\"\nallowed = [\"strict\", \"tf32\"]\n")),
+            "FILE:13: precision.policy: 'bf16' is not among precision.allowed; expected one of "
+            "strict, tf32");
+  EXPECT_EQ(ErrorOf(with_precision("allowed = [\"strict\", \"fp8\"]\n")),
+            "FILE:13: precision.allowed[1]: unknown policy 'fp8'; expected one of strict, tf32, "
+            "bf16, fp16, "
+            "kernelbench");
+  EXPECT_EQ(ErrorOf(with_precision("allowed = []\n")),
+            "FILE:13: precision.allowed: the array is empty; expected a non-empty array of policy "
+            "names from "
+            "strict, tf32, bf16, fp16, kernelbench");
+  EXPECT_EQ(ErrorOf(with_precision("rule = 1\n")),
+            "FILE:13: precision.rule: unknown key 'rule'; expected one of policy, allowed");
 }
 
 TEST_F(LoadProblemTest, GivenBadCostsItChecksThemAtTheDefaults) {

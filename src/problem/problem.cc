@@ -114,20 +114,30 @@ int64_t VariantOf(const SizeParam& size, int64_t value) {
 
 }  // namespace
 
-Tolerance Problem::ToleranceFor(DType dtype) const {
-  if (has_tolerance_override) return tolerance_override;
-  switch (dtype) {
-    case DType::kFloat32:
-    case DType::kFloat64:
-      return {kWideFloatTolerance, kWideFloatTolerance, kWideFloatTolerance};
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      return {kNarrowFloatTolerance, kNarrowFloatTolerance, kNarrowFloatTolerance};
-    case DType::kInt32:
-    case DType::kInt64:
-      break;
+Tolerance Problem::ToleranceFor(DType dtype, PrecisionPolicy policy) const {
+  Tolerance strict = {kWideFloatTolerance, kWideFloatTolerance, kWideFloatTolerance};
+  if (has_tolerance_override) {
+    strict = tolerance_override;
+  } else if (!IsFloating(dtype)) {
+    strict = {0.0, 0.0, 0.0};
+  } else if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+    strict = {kNarrowFloatTolerance, kNarrowFloatTolerance, kNarrowFloatTolerance};
   }
-  return {0.0, 0.0, 0.0};
+  // Policies are about floating-point arithmetic; integer outputs keep their strict rule.
+  return IsFloating(dtype) ? PolicyTolerance(strict, policy) : strict;
+}
+
+Result<PrecisionPolicy> Problem::ChoosePrecision(std::optional<PrecisionPolicy> requested) const {
+  PrecisionPolicy policy = requested.value_or(precision);
+  if (precision_allowed.empty() || std::find(precision_allowed.begin(), precision_allowed.end(),
+                                             policy) != precision_allowed.end())
+    return policy;
+  std::string allowed;
+  for (PrecisionPolicy p : precision_allowed)
+    allowed += (allowed.empty() ? "" : ", ") + std::string(PrecisionPolicyName(p));
+  return Status::InvalidArgument(
+      fmt::format("problem '{}' does not allow the precision policy '{}'; it allows: {}", name,
+                  PrecisionPolicyName(policy), allowed));
 }
 
 Result<BoundProblem> Bind(const Problem& problem, const Sizes& overrides, bool quick) {

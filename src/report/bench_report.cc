@@ -54,60 +54,132 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   return s;
 }
 
-json BenchToJson(const std::vector<BenchRow>& rows, const BenchSummary& s, const json& meta) {
-  json out = {{"meta", meta}, {"rows", json::array()}};
-  for (const BenchRow& r : rows) {
-    json j = {{"problem", r.problem}, {"candidate", r.candidate}, {"status", r.status}, {"message", r.message},
-              {"median_ms", r.ms}, {"baselines_ms", r.baseline_ms}, {"published_ms", r.published_ms},
-              {"torch_compile_first_call_s", r.compile_first_call_s}, {"speedups", json::object()}};
-    for (const char* b : kBaselines)
-      if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
-    if (!r.verdict.is_null()) j["verdict"] = r.verdict;
-    out["rows"].push_back(j);
-  }
+namespace {
+
+json RowToJson(const BenchRow& r) {
+  json j = {{"problem", r.problem},
+            {"candidate", r.candidate},
+            {"status", r.status},
+            {"message", r.message},
+            {"precision", r.precision},
+            {"median_ms", r.ms},
+            {"baselines_ms", r.baseline_ms},
+            {"published_ms", r.published_ms},
+            {"torch_compile_first_call_s", r.compile_first_call_s},
+            {"speedups", json::object()}};
+  for (const char* b : kBaselines)
+    if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
+  if (!r.verdict.is_null()) j["verdict"] = r.verdict;
+  return j;
+}
+
+json SummaryToJson(const BenchSummary& s) {
   json sum = {{"problems", s.problems}, {"correct", s.correct}, {"share_correct", s.share_correct},
               {"fast_p", json::object()}, {"geomean_speedup", json::object()}};
   for (const auto& [b, by_p] : s.fast_p) {
     for (const auto& [p, v] : by_p) sum["fast_p"][b][fmt::format("{:g}", p)] = v;
     sum["geomean_speedup"][b] = {{"value", s.geomean.at(b)}, {"problems", s.geomean_count.at(b)}};
   }
-  out["summary"] = sum;
-  return out;
+  return sum;
 }
 
-std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& s) {
-  bool published = false;
-  for (const BenchRow& r : rows) published |= !r.published_ms.empty();
-  std::string t = fmt::format("{:<52} {:<14} {:>10} {:>10} {:>10} {:>8} {:>8}", "problem", "status", "kernel_ms",
-                              "eager_ms", "compile_ms", "x_eager", "x_best");
-  if (published) t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "pub_eager", "pub_comp", "r_eager", "r_comp");
-  t += "\n";
-  for (const BenchRow& r : rows) {
-    auto get = [&](const std::map<std::string, double>& m, const char* k) { auto it = m.find(k); return it == m.end() ? 0.0 : it->second; };
-    double e = get(r.baseline_ms, "torch_eager"), c = get(r.baseline_ms, "torch_compile");
-    t += fmt::format("{:<52} {:<14} {:>10} {:>10} {:>10} {:>8} {:>8}", r.problem.substr(0, 52), r.status, Ms(r.ms), Ms(e), Ms(c),
-                     X(r.Speedup("torch_eager")), X(r.Speedup("torch_best")));
-    if (published) {
-      double pe = get(r.published_ms, "published_eager"), pc = get(r.published_ms, "published_compile");
-      t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", Ms(pe), Ms(pc), e > 0 && pe > 0 ? fmt::format("{:.2f}", e / pe) : "-",
-                       c > 0 && pc > 0 ? fmt::format("{:.2f}", c / pc) : "-");
-    }
-    t += "\n";
-    if (!r.correct() && r.status != "baselines" && !r.message.empty()) t += "    " + r.message.substr(0, 200) + "\n";
-    if (r.verdict.is_object())
-      for (const nlohmann::json& w : r.verdict.value("warnings", nlohmann::json::array()))
-        if (w.is_string() && w.get<std::string>().rfind("degenerate problem", 0) == 0) t += "    " + w.get<std::string>() + "\n";
+double Get(const std::map<std::string, double>& m, const char* key) {
+  auto it = m.find(key);
+  return it == m.end() ? 0.0 : it->second;
+}
+
+// Row i's baseline times: the first pass that measured them (a pass whose candidate failed
+// measured none).
+const BenchRow& BaselineRow(const std::vector<BenchPass>& passes, size_t i) {
+  for (const BenchPass& p : passes)
+    if (!p.rows[i].baseline_ms.empty()) return p.rows[i];
+  return passes[0].rows[i];
+}
+
+constexpr int kGroupWidth = 14 + 1 + 10 + 1 + 8 + 1 + 8;  // status kernel_ms x_eager x_best
+
+std::string Header(const std::vector<BenchPass>& passes, bool published) {
+  std::string groups = fmt::format("{:<52} {:>10} {:>10}", "", "", "");
+  std::string columns = fmt::format("{:<52} {:>10} {:>10}", "problem", "eager_ms", "compile_ms");
+  if (published) {
+    groups += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "", "", "", "");
+    columns +=
+        fmt::format(" {:>10} {:>10} {:>7} {:>7}", "pub_eager", "pub_comp", "r_eager", "r_comp");
   }
-  bool baselines_only = !rows.empty();
-  for (const BenchRow& r : rows) baselines_only &= r.status == "baselines";
-  if (baselines_only) return t + fmt::format("\n{} problems: baselines only, no candidate judged\n", s.problems);
-  t += fmt::format("\n{} problems, {} correct ({:.1f}%)\n", s.problems, s.correct, 100 * s.share_correct);
+  for (const BenchPass& p : passes) {
+    groups += fmt::format(" {:<{}}", "[" + p.precision + "]", kGroupWidth);
+    columns +=
+        fmt::format(" {:<14} {:>10} {:>8} {:>8}", "status", "kernel_ms", "x_eager", "x_best");
+  }
+  groups.erase(groups.find_last_not_of(' ') + 1);
+  return groups + "\n" + columns + "\n";
+}
+
+std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published) {
+  const BenchRow& b = BaselineRow(passes, i);
+  double e = Get(b.baseline_ms, "torch_eager"), c = Get(b.baseline_ms, "torch_compile");
+  std::string t = fmt::format("{:<52} {:>10} {:>10}", b.problem.substr(0, 52), Ms(e), Ms(c));
+  if (published) {
+    double pe = Get(b.published_ms, "published_eager"),
+           pc = Get(b.published_ms, "published_compile");
+    t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", Ms(pe), Ms(pc),
+                     e > 0 && pe > 0 ? fmt::format("{:.2f}", e / pe) : "-",
+                     c > 0 && pc > 0 ? fmt::format("{:.2f}", c / pc) : "-");
+  }
+  for (const BenchPass& p : passes) {
+    const BenchRow& r = p.rows[i];
+    t += fmt::format(" {:<14} {:>10} {:>8} {:>8}", r.status, Ms(r.ms), X(r.Speedup("torch_eager")),
+                     X(r.Speedup("torch_best")));
+  }
+  t += "\n";
+  for (const BenchPass& p : passes) {
+    const BenchRow& r = p.rows[i];
+    if (!r.correct() && r.status != "baselines" && !r.message.empty())
+      t += "    [" + p.precision + "] " + r.message.substr(0, 200) + "\n";
+  }
+  if (b.verdict.is_object())
+    for (const json& w : b.verdict.value("warnings", json::array()))
+      if (w.is_string() && w.get<std::string>().rfind("degenerate problem", 0) == 0)
+        t += "    " + w.get<std::string>() + "\n";
+  return t;
+}
+
+std::string SummarySection(const BenchPass& p) {
+  const BenchSummary& s = p.summary;
+  std::string t = fmt::format("\n[{}] {} problems, {} correct ({:.1f}%)\n", p.precision, s.problems,
+                              s.correct, 100 * s.share_correct);
   t += fmt::format("{:<15} {:>8} {:>8} {:>8} {:>8} {:>14}\n", "baseline", "fast_0", "fast_1", "fast_1.5", "fast_2", "geomean (n)");
   for (const char* b : kBaselines) {
     const auto& f = s.fast_p.at(b);
     t += fmt::format("{:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} ({})\n", b, f.at(0), f.at(1), f.at(1.5), f.at(2),
                      s.geomean.at(b), s.geomean_count.at(b));
   }
+  return t;
+}
+
+}  // namespace
+
+json BenchToJson(const std::vector<BenchPass>& passes, const json& meta) {
+  json out = {{"meta", meta}, {"rows", json::array()}, {"summary_by_precision", json::object()}};
+  for (const BenchPass& p : passes) {
+    for (const BenchRow& r : p.rows) out["rows"].push_back(RowToJson(r));
+    out["summary_by_precision"][p.precision] = SummaryToJson(p.summary);
+  }
+  out["summary"] = SummaryToJson(passes.front().summary);
+  return out;
+}
+
+std::string BenchTable(const std::vector<BenchPass>& passes) {
+  const std::vector<BenchRow>& rows = passes.front().rows;
+  bool published = false;
+  for (const BenchRow& r : rows) published |= !r.published_ms.empty();
+  std::string t = Header(passes, published);
+  for (size_t i = 0; i < rows.size(); ++i) t += Line(passes, i, published);
+  bool baselines_only = !rows.empty();
+  for (const BenchRow& r : rows) baselines_only &= r.status == "baselines";
+  if (baselines_only)
+    return t + fmt::format("\n{} problems: baselines only, no candidate judged\n", rows.size());
+  for (const BenchPass& p : passes) t += SummarySection(p);
   return t;
 }
 

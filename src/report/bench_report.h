@@ -7,6 +7,9 @@
 // (fast_0 is the share correct). The geometric mean runs over correct problems that have that
 // baseline. Baselines: torch_eager, torch_compile and torch_best (the faster of the two per
 // problem).
+//
+// A bench may run the suite under several precision policies (docs/evaluation.md); each is one
+// BenchPass with its own rows and summary, reported as its own columns and summary section.
 #ifndef KFORGE_REPORT_BENCH_REPORT_H_
 #define KFORGE_REPORT_BENCH_REPORT_H_
 
@@ -27,6 +30,7 @@ struct BenchRow {
   std::map<std::string, double> baseline_ms;   // torch_eager, torch_compile, torch_best, reference, seed
   std::map<std::string, double> published_ms;  // published_eager, published_compile (--published)
   double compile_first_call_s = 0;          // torch.compile's first call (compilation), seconds
+  std::string precision;                    // the policy it was judged under; "" when nothing was
   nlohmann::json verdict;                   // the whole verdict, when there is one
   bool correct() const { return status == "correct"; }
   // baseline / candidate, 0 when either is missing.
@@ -42,10 +46,23 @@ struct BenchSummary {
   std::map<std::string, int> geomean_count;                // problems in each geometric mean
 };
 
+// The suite judged under one precision policy.
+struct BenchPass {
+  std::string precision;       // the policy's name: the label of its columns and its summary
+  std::vector<BenchRow> rows;  // one per problem, in suite order
+  BenchSummary summary;        // Summarize(rows)
+};
+
 BenchSummary Summarize(const std::vector<BenchRow>& rows);
-nlohmann::json BenchToJson(const std::vector<BenchRow>& rows, const BenchSummary& summary,
-                           const nlohmann::json& meta);
-std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& summary);
+
+// REQUIRES for both: at least one pass; every pass holds the same problems in the same order.
+// JSON: "rows" holds every pass's rows (each with its "precision"), "summary" the first pass's
+// summary and "summary_by_precision" each pass's, by policy name.
+nlohmann::json BenchToJson(const std::vector<BenchPass>& passes, const nlohmann::json& meta);
+// One line per problem: its baseline times (from the first pass that has them), then per pass
+// a group of columns (status, kernel_ms, x_eager, x_best) under the pass's policy name; then
+// a summary section per pass.
+std::string BenchTable(const std::vector<BenchPass>& passes);
 
 // Published KernelBench baseline times (baseline_time_torch.json and
 // baseline_time_torch_compile_inductor_default.json in `dir`): level ("level2") and file name

@@ -21,6 +21,12 @@ BenchRow Row(const std::string& status, double ms, double eager, double compile)
   return r;
 }
 
+BenchPass Pass(const std::string& precision, std::vector<BenchRow> rows) {
+  for (BenchRow& r : rows) r.precision = precision;
+  BenchSummary summary = Summarize(rows);
+  return {precision, std::move(rows), summary};
+}
+
 TEST(BenchSummaryTest, FastPCountsCorrectProblemsFasterThanPOverAllProblems) {
   std::vector<BenchRow> rows = {
       Row("correct", 1.0, 3.0, 2.5),      // 3x eager, 2.5x best
@@ -52,13 +58,15 @@ TEST(BenchSummaryTest, AnEmptySuiteHasZerosNotNaNs) {
 TEST(BenchReportTest, TheJsonAndTheTableCarryTheSummary) {
   std::vector<BenchRow> rows = {Row("correct", 1.0, 2.0, 4.0)};
   rows[0].published_ms["published_eager"] = 1.0;
-  BenchSummary s = Summarize(rows);
-  nlohmann::json j = BenchToJson(rows, s, {{"suite", "x"}});
+  std::vector<BenchPass> passes = {Pass("strict", rows)};
+  nlohmann::json j = BenchToJson(passes, {{"suite", "x"}});
   EXPECT_DOUBLE_EQ(j["summary"]["fast_p"]["torch_eager"]["1.5"], 1.0);
+  EXPECT_DOUBLE_EQ(j["summary_by_precision"]["strict"]["fast_p"]["torch_eager"]["1.5"], 1.0);
   EXPECT_DOUBLE_EQ(j["rows"][0]["speedups"]["torch_best"], 2.0);
+  EXPECT_EQ(j["rows"][0]["precision"], "strict");
   EXPECT_EQ(j["meta"]["suite"], "x");
-  std::string t = BenchTable(rows, s);
-  EXPECT_NE(t.find("1 problems, 1 correct (100.0%)"), std::string::npos) << t;
+  std::string t = BenchTable(passes);
+  EXPECT_NE(t.find("[strict] 1 problems, 1 correct (100.0%)"), std::string::npos) << t;
   EXPECT_NE(t.find("pub_eager"), std::string::npos) << t;
   EXPECT_NE(t.find("2.00"), std::string::npos) << t;  // kforge eager / published eager
 }
@@ -66,10 +74,51 @@ TEST(BenchReportTest, TheJsonAndTheTableCarryTheSummary) {
 TEST(BenchReportTest, ABaselinesOnlyRunSaysSoAndShowsDegenerateProblems) {
   BenchRow r = Row("baselines", 0, 2.0, 3.0);
   r.verdict = {{"warnings", {"degenerate problem: reference output RMS 0.000000 is within 10x atol"}}};
-  std::string t = BenchTable({r}, Summarize({r}));
+  std::string t = BenchTable({Pass("strict", {r})});
   EXPECT_NE(t.find("baselines only, no candidate judged"), std::string::npos) << t;
   EXPECT_EQ(t.find("fast_0"), std::string::npos) << t;
   EXPECT_NE(t.find("    degenerate problem: reference output RMS"), std::string::npos) << t;
+}
+
+TEST(BenchReportTest, GivenOnePolicyItsColumnsAndSummaryAreLabelledWithIt) {
+  std::string t = BenchTable({Pass("tf32", {Row("correct", 1.0, 2.0, 4.0)})});
+  std::string header = t.substr(0, t.find('\n'));
+  EXPECT_NE(header.find("[tf32]"), std::string::npos) << t;
+  EXPECT_EQ(t.find("[strict]"), std::string::npos) << t;
+  EXPECT_NE(t.find("[tf32] 1 problems, 1 correct"), std::string::npos) << t;
+}
+
+TEST(BenchReportTest, GivenTwoPoliciesEachHasItsOwnColumnsSpeedupsAndSummary) {
+  // The same kernel: wrong under strict (a TF32 GEMM), correct under kernelbench.
+  std::vector<BenchRow> strict = {Row("wrong_output", 0, 3.0, 3.0), Row("correct", 1.0, 3.0, 2.0)};
+  strict[0].message = "trial 0 (seed 0): output 'y': 9 of 9 elements outside atol + rtol*|ref|";
+  std::vector<BenchRow> kb = {Row("correct", 1.5, 3.0, 3.0), Row("correct", 1.0, 3.0, 2.0)};
+  strict[0].problem = kb[0].problem = "12_Gemm";
+  strict[1].problem = kb[1].problem = "76_Gemm";
+  std::vector<BenchPass> passes = {Pass("strict", strict), Pass("kernelbench", kb)};
+  std::string t = BenchTable(passes);
+  std::string header = t.substr(0, t.find('\n'));
+  EXPECT_LT(header.find("[strict]"), header.find("[kernelbench]")) << t;
+  // One line per problem holding both groups: strict's status and kernelbench's 2.00x eager.
+  size_t line = t.find("12_Gemm");
+  std::string row = t.substr(line, t.find('\n', line) - line);
+  EXPECT_NE(row.find("wrong_output"), std::string::npos) << row;
+  EXPECT_NE(row.find("correct"), std::string::npos) << row;
+  EXPECT_NE(row.find("2.00x"), std::string::npos) << row;
+  EXPECT_NE(t.find("    [strict] trial 0 (seed 0)"), std::string::npos) << t;
+  EXPECT_NE(t.find("[strict] 2 problems, 1 correct (50.0%)"), std::string::npos) << t;
+  EXPECT_NE(t.find("[kernelbench] 2 problems, 2 correct (100.0%)"), std::string::npos) << t;
+
+  nlohmann::json j = BenchToJson(passes, {});
+  ASSERT_EQ(j["rows"].size(), 4u);
+  EXPECT_EQ(j["rows"][0]["precision"], "strict");
+  EXPECT_EQ(j["rows"][2]["precision"], "kernelbench");
+  EXPECT_DOUBLE_EQ(j["rows"][2]["speedups"]["torch_eager"], 2.0);
+  EXPECT_DOUBLE_EQ(j["summary"]["share_correct"], 0.5);  // the first policy's
+  EXPECT_DOUBLE_EQ(j["summary_by_precision"]["strict"]["share_correct"], 0.5);
+  EXPECT_DOUBLE_EQ(j["summary_by_precision"]["kernelbench"]["share_correct"], 1.0);
+  EXPECT_DOUBLE_EQ(j["summary_by_precision"]["kernelbench"]["fast_p"]["torch_eager"]["2"],
+                   0.5);  // 2x is not more than 2
 }
 
 TEST(BenchReportTest, PublishedTimesAreLookedUpByLevelAndFile) {
