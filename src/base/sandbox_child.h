@@ -80,7 +80,7 @@ struct Bind {
   bool writable;
 };
 
-inline constexpr size_t kMaxBinds = 32;
+inline constexpr size_t kMaxBinds = 48;  // cwd, 16 + 16 listed, program folders
 
 // Everything the child uses, built by the parent before fork().
 struct ChildPlan {

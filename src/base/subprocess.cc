@@ -247,7 +247,7 @@ std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges, uid_t 
 // --- In the parent: planning the private filesystem view. -------------------------------------
 
 constexpr const char* kPrivateTmpfs[] = {"/tmp", "/var/tmp", "/dev/shm"};
-constexpr size_t kMaxWritablePaths = 16;
+constexpr size_t kMaxListedPaths = 16;  // writable_paths, readable_paths
 
 // True when `path` lies strictly below the folder `dir` (both canonical, dir not "/").
 bool IsBelow(const std::string& path, const std::string& dir) {
@@ -265,18 +265,24 @@ void AddBind(const std::string& path, bool writable, ChildPlan* plan) {
   plan->binds.push_back({path, writable});
 }
 
-// A program (or a PATH folder) below a private tmpfs would vanish behind it: such folders stay
-// visible, read-only.
-void KeepProgramsVisible(ChildPlan* plan) {
+// A folder below a private tmpfs would vanish behind it: it is bound back, read-only. Folders
+// elsewhere are visible (read-only) anyway. Missing ones are skipped.
+void KeepVisible(const fs::path& path, ChildPlan* plan) {
+  std::error_code ec;
+  const std::string dir = fs::canonical(path, ec).string();
+  if (ec || !fs::is_directory(dir, ec)) return;
+  for (const std::string& tmpfs : plan->tmpfs) {
+    if (IsBelow(dir, tmpfs) || dir == tmpfs) return AddBind(dir, false, plan);
+  }
+}
+
+// The folder of the program (of each PATH candidate) and spec.readable_paths.
+void KeepReadablesVisible(const ProcessSpec& spec, ChildPlan* plan) {
   for (const std::string& candidate : plan->exec_paths) {
     if (candidate.empty() || candidate[0] != '/') continue;  // relative: in the working folder
-    std::error_code ec;
-    const std::string dir = fs::canonical(fs::path(candidate).parent_path(), ec).string();
-    if (ec) continue;
-    for (const std::string& tmpfs : plan->tmpfs) {
-      if (IsBelow(dir, tmpfs) || dir == tmpfs) AddBind(dir, false, plan);
-    }
+    KeepVisible(fs::path(candidate).parent_path(), plan);
   }
+  for (const fs::path& path : spec.readable_paths) KeepVisible(path, plan);
 }
 
 // Mount points inside a private tmpfs do not exist there yet: every folder from the tmpfs down
@@ -294,13 +300,15 @@ void PlanMountPoints(ChildPlan* plan) {
   }
 }
 
-// Which tmpfs, which folders stay visible (writable: cwd and spec.writable_paths), in which
-// order. Returns an error message, empty on success.
+// Which tmpfs, which folders stay visible (writable: cwd and spec.writable_paths; read-only:
+// the program's and spec.readable_paths, where a tmpfs would hide them), in which order. Returns an
+// error message, empty on success.
 std::string PlanFilesystem(const ProcessSpec& spec, ChildPlan* plan) {
   if (!plan->private_fs) return "";
-  if (spec.writable_paths.size() > kMaxWritablePaths) {
-    return fmt::format("{} writable paths; at most {}", spec.writable_paths.size(),
-                       kMaxWritablePaths);
+  if (spec.writable_paths.size() > kMaxListedPaths ||
+      spec.readable_paths.size() > kMaxListedPaths) {
+    return fmt::format("{} writable and {} readable paths; at most {} each",
+                       spec.writable_paths.size(), spec.readable_paths.size(), kMaxListedPaths);
   }
   std::error_code ec;
   for (const char* dir : kPrivateTmpfs) {
@@ -324,7 +332,7 @@ std::string PlanFilesystem(const ProcessSpec& spec, ChildPlan* plan) {
     if (real == "/") return "the root folder cannot be made writable (writable_paths)";
     AddBind(real.string(), true, plan);
   }
-  KeepProgramsVisible(plan);
+  KeepReadablesVisible(spec, plan);
   if (plan->binds.size() > kMaxBinds) return "too many folders to keep visible in the sandbox";
   // Parents before children, so that a nested folder is mounted on top of its parent.
   std::stable_sort(plan->binds.begin(), plan->binds.end(),

@@ -74,6 +74,10 @@ struct ProcessSpec {
   // Folders (existing) the child may write besides cwd under a private filesystem, such as
   // compile caches; their owner is the caller's business. At most 16, not "/".
   std::vector<std::filesystem::path> writable_paths;
+  // Folders the child must see (read-only) even where they lie below a private tmpfs (/tmp,
+  // /var/tmp, /dev/shm), such as a lock file's folder. The program's own folder is kept
+  // visible without being listed. At most 16.
+  std::vector<std::filesystem::path> readable_paths;
   std::map<std::string, std::string> env;  // the child's whole environment
   std::string stdin_data;                  // written to the child's stdin, then closed
   Limits limits;

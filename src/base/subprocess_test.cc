@@ -517,6 +517,20 @@ TEST_F(SandboxTest, GivenWritablePathsTheChildMayWriteThereAndNowhereElse) {
   EXPECT_FALSE(fs::exists(unlisted));
 }
 
+TEST_F(SandboxTest, GivenAReadablePathBelowTmpTheChildSeesItReadOnly) {
+  TempDir shared;  // below /tmp, which the child's private tmpfs would hide
+  chmod(shared.path().c_str(), 0755);
+  { std::ofstream(shared.path() / "lock") << "seen"; }
+  const std::string lock = (shared.path() / "lock").string();
+  const std::string planted = (shared.path() / "planted").string();
+  ProcessSpec spec = Spec({"sh", "-c", "cat " + lock + "; echo; " + kHelper + " write " + planted});
+  spec.readable_paths = {shared.path()};
+  ProcessResult r = Run(spec);
+  if (!r.private_fs) GTEST_SKIP() << "no private filesystem here: " << Gaps(r);
+  EXPECT_EQ(r.out, "seen\n" + planted + ": EROFS\n") << r.err;
+  EXPECT_FALSE(fs::exists(planted));
+}
+
 TEST_F(SandboxTest, GivenAWritablePathThatDoesNotExistItReportsStartFailed) {
   ProcessSpec spec = Spec({"true"});
   spec.writable_paths = {dir_.path() / "missing"};
