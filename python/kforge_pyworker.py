@@ -162,7 +162,8 @@ class Supervisor:
             return
         import fcntl
         if self.lock_handle is None:
-            self.lock_handle = open(path, "a")
+            # Read-only: the sandbox's filesystem is, and flock() needs no write access.
+            self.lock_handle = open(path, "r")
         fcntl.flock(self.lock_handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
 
     def unlock(self):

@@ -4,8 +4,9 @@
 //   1. The parent prepares everything the child needs (argv, envp, the list of paths to try
 //      for argv[0], the rlimit values, uid/gid maps) because after fork() in a multithreaded
 //      process the child may only make async-signal-safe calls: no malloc, no locks.
-//   2. The child confines itself (session, network namespace, limits, cwd, user, fds) and
-//      execs. It reports through a close-on-exec pipe (format below); EOF means exec worked.
+//   2. The child confines itself (session, fds, namespaces, mounts, limits, cwd, user, seccomp)
+//      and execs; with a PID namespace through an init (sandbox_child.h). It reports through a
+//      close-on-exec pipe (Report records); EOF means exec worked.
 //   3. The parent pumps stdin/stdout/stderr with poll() until the child exits, the deadline
 //      passes or the output floods. A pidfd in the poll set wakes it when the child exits even
 //      while grandchildren hold the pipes open.
@@ -15,15 +16,13 @@
 //      were re-parented to us (we are a child subreaper), each step bounded in time.
 #include "base/subprocess.h"
 
-#include <sys/stat.h>
-
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +39,8 @@
 #include <utility>
 
 #include "base/files.h"
+#include "base/sandbox_child.h"
+#include "base/seccomp_filter.h"
 
 namespace kforge {
 namespace {
@@ -108,191 +109,6 @@ bool MakePipe(Fd* read_end, Fd* write_end) {
 
 void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-// ---------------------------------------------------------------------------------------------
-// The child's report pipe carries fixed-size Report records (written atomically, 8 bytes <
-// PIPE_BUF). kNetworkPrivate / kNetworkShared are information; any other stage means the child
-// failed there, with `err` as errno, and exited with code 127 without running the program.
-enum class Stage : int32_t {
-  kNetworkPrivate,
-  kNetworkShared,
-  kSession,
-  kLimits,
-  kWorkdir,
-  kUser,
-  kFds,
-  kExec,
-};
-
-struct Report {
-  Stage stage;
-  int32_t err;
-};
-
-struct LimitSetting {
-  int resource;
-  rlimit value;
-};
-
-// Everything the child uses, built by the parent before fork().
-struct ChildPlan {
-  std::vector<std::string> exec_paths;  // tried in order with execve(), like execvp()
-  std::vector<std::string> args, env;   // storage for argv and envp
-  std::vector<char*> argv, envp;        // null-terminated
-  std::string path_searched;            // for the error message
-  std::string cwd;                      // empty: stay where the parent is
-  std::string uid_map, gid_map;         // identity maps for an unprivileged user namespace
-  bool root = false;
-  bool drop_privileges = false;
-  uid_t uid = kNobodyUid;  // when drop_privileges
-  bool isolate_network = false;
-  std::vector<LimitSetting> limits;
-  rlimit nproc_shared{};  // RLIMIT_NPROC when the child shares the user's process count
-  rlimit nproc_own{};     // RLIMIT_NPROC inside a fresh user namespace (counts only the child's)
-  pid_t parent = 0;
-  int max_fd = 1024;
-};
-
-// The parent's ends are the other ends of these pipes.
-struct ChildFds {
-  int stdin_read, stdout_write, stderr_write, report_write;
-};
-
-// --- In the child: async-signal-safe calls only. ---------------------------------------------
-
-void ChildReport(int fd, Stage stage, int err) {
-  Report report{stage, err};
-  ssize_t ignored = write(fd, &report, sizeof report);
-  (void)ignored;
-}
-
-[[noreturn]] void ChildFail(int fd, Stage stage, int err) {
-  ChildReport(fd, stage, err);
-  _exit(127);
-}
-
-// Undoes what fork() copied from the parent: ignored signals and the signal mask survive exec.
-void ChildResetSignals() {
-  struct sigaction action = {};
-  action.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &action, nullptr);  // KILL/STOP: EINVAL
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-bool ChildWriteFile(const char* path, const std::string& text) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
-}
-
-// Moves the child into a private network namespace: only a loopback interface, and that one is
-// down. As root a plain CLONE_NEWNET; otherwise inside a new user namespace that maps the
-// user's own ids (so files keep their owners). Returns false with *err when the OS refuses.
-bool ChildIsolateNetwork(const ChildPlan& plan, int* err, bool* own_userns) {
-  *own_userns = false;
-  if (plan.root) {
-    if (unshare(CLONE_NEWNET) == 0) return true;
-    *err = errno;
-    return false;
-  }
-  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
-    *err = errno;
-    return false;
-  }
-  *own_userns = true;
-  // Without "deny" the kernel refuses an unprivileged gid_map. A failed map leaves the ids
-  // unmapped inside but the network private, so failures here are not fatal.
-  ChildWriteFile("/proc/self/setgroups", "deny");
-  ChildWriteFile("/proc/self/uid_map", plan.uid_map);
-  ChildWriteFile("/proc/self/gid_map", plan.gid_map);
-  return true;
-}
-
-bool ChildSetLimits(const ChildPlan& plan, bool own_userns) {
-  for (const LimitSetting& limit : plan.limits) {
-    if (setrlimit(limit.resource, &limit.value) != 0) return false;
-  }
-  const rlimit& nproc = own_userns ? plan.nproc_own : plan.nproc_shared;
-  return setrlimit(RLIMIT_NPROC, &nproc) == 0;
-}
-
-// Raw syscalls: they change this (only) thread, with no libc bookkeeping across threads.
-bool ChildBecomeNobody(uid_t uid) {
-  return syscall(SYS_setgroups, 0, nullptr) == 0 &&
-         syscall(SYS_setresgid, kNobodyGid, kNobodyGid, kNobodyGid) == 0 &&
-         syscall(SYS_setresuid, uid, uid, uid) == 0;
-}
-
-// No setuid binary may give privileges back, and the child dies with the parent (thread).
-// PDEATHSIG must be set after the uid change, which clears it.
-bool ChildLockDown(pid_t parent) {
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return false;
-  return getppid() == parent;  // the parent may have died before PDEATHSIG was armed
-}
-
-// Puts stdin/stdout/stderr on 0/1/2 and the report pipe on 3 (close-on-exec), closes every
-// other fd. Returns the report fd, or -1.
-int ChildSetUpFds(const ChildFds& fds, int max_fd) {
-  // First lift all four above 3, so that no dup2() below overwrites one still needed.
-  const int wanted[4] = {fds.stdin_read, fds.stdout_write, fds.stderr_write, fds.report_write};
-  int lifted[4];
-  for (int i = 0; i < 4; ++i) {
-    lifted[i] = fcntl(wanted[i], F_DUPFD_CLOEXEC, 10);
-    if (lifted[i] < 0) return -1;
-  }
-  for (int i = 0; i < 4; ++i) {
-    if (dup2(lifted[i], i) != i) return -1;  // dup2 leaves the copy without CLOEXEC
-  }
-  if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0) return -1;
-  if (close_range(4, ~0u, 0) != 0) {
-    for (int fd = 4; fd <= max_fd; ++fd) close(fd);
-  }
-  return 3;
-}
-
-// execvpe() would search the *parent's* PATH; the child's PATH (spec.env) is what counts, so
-// the candidates were resolved by the parent and are tried here in order, execvp()-style:
-// missing files are skipped, a permission error is remembered, any other error stops.
-[[noreturn]] void ChildExec(const ChildPlan& plan, int report_fd) {
-  int err = ENOENT;
-  bool denied = false;
-  for (const std::string& path : plan.exec_paths) {
-    execve(path.c_str(), plan.argv.data(), plan.envp.data());
-    if (errno == EACCES) {
-      denied = true;
-    } else if (errno != ENOENT && errno != ENOTDIR) {
-      err = errno;
-      break;
-    }
-  }
-  ChildFail(report_fd, Stage::kExec, (err == ENOENT && denied) ? EACCES : err);
-}
-
-[[noreturn]] void ChildMain(const ChildPlan& plan, const ChildFds& fds) {
-  const int report = fds.report_write;
-  ChildResetSignals();
-  if (setsid() < 0) ChildFail(report, Stage::kSession, errno);
-  bool own_userns = false;
-  if (plan.isolate_network) {
-    int err = 0;
-    bool isolated = ChildIsolateNetwork(plan, &err, &own_userns);
-    ChildReport(report, isolated ? Stage::kNetworkPrivate : Stage::kNetworkShared, err);
-  }
-  if (!ChildSetLimits(plan, own_userns)) ChildFail(report, Stage::kLimits, errno);
-  if (!plan.cwd.empty() && chdir(plan.cwd.c_str()) != 0) {
-    ChildFail(report, Stage::kWorkdir, errno);
-  }
-  if (plan.drop_privileges && !ChildBecomeNobody(plan.uid)) ChildFail(report, Stage::kUser, errno);
-  if (!ChildLockDown(plan.parent)) ChildFail(report, Stage::kSession, errno);
-  int new_report = ChildSetUpFds(fds, plan.max_fd);
-  if (new_report < 0) ChildFail(report, Stage::kFds, errno);
-  ChildExec(plan, new_report);
-}
-
 // --- In the parent: building the plan. --------------------------------------------------------
 
 // Threads (tasks) whose real uid is `uid`, as RLIMIT_NPROC counts them.
@@ -343,7 +159,9 @@ void PlanLimits(const Limits& limits, ChildPlan* plan) {
   uid_t user = plan->drop_privileges ? plan->uid : getuid();
   uint64_t shared = (n == 0 || !enforced) ? n : CountTasksOf(user) + n;
   plan->nproc_shared = MakeLimit(RLIMIT_NPROC, shared, shared).value;
-  plan->nproc_own = MakeLimit(RLIMIT_NPROC, n, n).value;
+  // In its own user namespace the outer child and the init count too (same uid).
+  uint64_t own = n == 0 ? 0 : n + (limits.isolate_processes ? 2 : 0);
+  plan->nproc_own = MakeLimit(RLIMIT_NPROC, own, own).value;
 }
 
 // Where argv[0] may be, in execvp() order. An empty PATH element means the working directory.
@@ -375,13 +193,29 @@ void PlanCommand(const ProcessSpec& spec, ChildPlan* plan) {
   plan->envp.push_back(nullptr);
 }
 
+// The seccomp program is built once per process (base/seccomp_filter.h).
+void PlanSeccomp(const Limits& limits, ChildPlan* plan) {
+  plan->want_seccomp = limits.seccomp;
+  if (!limits.seccomp) return;
+  const SeccompFilter& filter = SandboxSeccompFilter(limits.allow_perf_events);
+  if (filter.error.empty()) {
+    plan->seccomp = &filter.program;
+  } else {
+    plan->seccomp_error = filter.error;
+  }
+}
+
 ChildPlan MakePlan(const ProcessSpec& spec) {
   ChildPlan plan;
   plan.root = geteuid() == 0;
   plan.drop_privileges = plan.root && spec.limits.drop_privileges;
   plan.uid = spec.limits.sandbox_uid;
   plan.isolate_network = spec.limits.isolate_network;
-  plan.cwd = spec.cwd.string();
+  plan.isolate_processes = spec.limits.isolate_processes;
+  plan.private_fs = spec.limits.private_filesystem;
+  std::error_code ec;
+  const fs::path cwd = spec.cwd.empty() ? fs::path() : fs::canonical(spec.cwd, ec);
+  plan.cwd = ec ? spec.cwd.string() : cwd.string();  // a missing one: PrepareWorkdir says so
   plan.uid_map = fmt::format("{0} {0} 1\n", geteuid());
   plan.gid_map = fmt::format("{0} {0} 1\n", getegid());
   plan.parent = getpid();
@@ -390,6 +224,7 @@ ChildPlan MakePlan(const ProcessSpec& spec) {
   plan.max_fd = static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20));
   PlanLimits(spec.limits, &plan);
   PlanCommand(spec, &plan);
+  PlanSeccomp(spec.limits, &plan);
   return plan;
 }
 
@@ -409,6 +244,124 @@ std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges, uid_t 
   return "";
 }
 
+// --- In the parent: planning the private filesystem view. -------------------------------------
+
+constexpr const char* kPrivateTmpfs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+constexpr size_t kMaxListedPaths = 16;  // writable_paths, readable_paths
+
+// True when `path` lies strictly below the folder `dir` (both canonical, dir not "/").
+bool IsBelow(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+         path[dir.size()] == '/';
+}
+
+void AddBind(const std::string& path, bool writable, ChildPlan* plan) {
+  for (Bind& bind : plan->binds) {
+    if (bind.path == path) {
+      bind.writable = bind.writable || writable;
+      return;
+    }
+  }
+  plan->binds.push_back({path, writable});
+}
+
+// A folder below a private tmpfs would vanish behind it: it is bound back, read-only. Folders
+// elsewhere are visible (read-only) anyway. Missing ones are skipped.
+void KeepVisible(const fs::path& path, ChildPlan* plan) {
+  std::error_code ec;
+  const std::string dir = fs::canonical(path, ec).string();
+  if (ec || !fs::is_directory(dir, ec)) return;
+  for (const std::string& tmpfs : plan->tmpfs) {
+    if (IsBelow(dir, tmpfs) || dir == tmpfs) return AddBind(dir, false, plan);
+  }
+}
+
+// The folder of the program (of each PATH candidate) and spec.readable_paths.
+void KeepReadablesVisible(const ProcessSpec& spec, ChildPlan* plan) {
+  for (const std::string& candidate : plan->exec_paths) {
+    if (candidate.empty() || candidate[0] != '/') continue;  // relative: in the working folder
+    KeepVisible(fs::path(candidate).parent_path(), plan);
+  }
+  for (const fs::path& path : spec.readable_paths) KeepVisible(path, plan);
+}
+
+// Mount points inside a private tmpfs do not exist there yet: every folder from the tmpfs down
+// to the bind is created, in order.
+void PlanMountPoints(ChildPlan* plan) {
+  for (const Bind& bind : plan->binds) {
+    for (const std::string& tmpfs : plan->tmpfs) {
+      if (!IsBelow(bind.path, tmpfs)) continue;
+      for (size_t slash = bind.path.find('/', tmpfs.size() + 1);;
+           slash = bind.path.find('/', slash + 1)) {
+        plan->mkdirs.push_back(bind.path.substr(0, slash));
+        if (slash == std::string::npos) break;
+      }
+    }
+  }
+}
+
+// Which tmpfs, which folders stay visible (writable: cwd and spec.writable_paths; read-only:
+// the program's and spec.readable_paths, where a tmpfs would hide them), in which order. Returns an
+// error message, empty on success.
+std::string PlanFilesystem(const ProcessSpec& spec, ChildPlan* plan) {
+  if (!plan->private_fs) return "";
+  if (spec.writable_paths.size() > kMaxListedPaths ||
+      spec.readable_paths.size() > kMaxListedPaths) {
+    return fmt::format("{} writable and {} readable paths; at most {} each",
+                       spec.writable_paths.size(), spec.readable_paths.size(), kMaxListedPaths);
+  }
+  std::error_code ec;
+  for (const char* dir : kPrivateTmpfs) {
+    const std::string real = fs::canonical(dir, ec).string();
+    if (ec || real == "/" || !fs::is_directory(real, ec)) continue;
+    if (std::find(plan->tmpfs.begin(), plan->tmpfs.end(), real) == plan->tmpfs.end()) {
+      plan->tmpfs.push_back(real);
+    }
+  }
+  plan->tmpfs_options = "mode=1777";
+  if (spec.limits.file_size_bytes > 0) {
+    plan->tmpfs_options += fmt::format(",size={}", spec.limits.file_size_bytes);
+  }
+  if (!plan->cwd.empty() && plan->cwd != "/")
+    AddBind(plan->cwd, true, plan);  // "/" stays read-only
+  for (const fs::path& path : spec.writable_paths) {
+    const fs::path real = fs::canonical(path, ec);
+    if (ec || !fs::is_directory(real, ec)) {
+      return fmt::format("writable path '{}' is not an existing folder", path.string());
+    }
+    if (real == "/") return "the root folder cannot be made writable (writable_paths)";
+    AddBind(real.string(), true, plan);
+  }
+  KeepReadablesVisible(spec, plan);
+  if (plan->binds.size() > kMaxBinds) return "too many folders to keep visible in the sandbox";
+  // Parents before children, so that a nested folder is mounted on top of its parent.
+  std::stable_sort(plan->binds.begin(), plan->binds.end(),
+                   [](const Bind& a, const Bind& b) { return a.path.size() < b.path.size(); });
+  PlanMountPoints(plan);
+  return "";
+}
+
+std::string FsStepText(int detail, const ChildPlan& plan) {
+  const size_t index = static_cast<size_t>(detail) >> 8;
+  switch (detail & 0xff) {
+    case kFsNamespace:
+      return "unshare(CLONE_NEWNS)";
+    case kFsIdMap:
+      return "mapping the user's ids in its user namespace";
+    case kFsPropagation:
+      return "making the mounts private";
+    case kFsClone:
+      return "open_tree (copying the folders that stay visible)";
+    case kFsReadOnly:
+      return "mount_setattr (read-only)";
+    case kFsTmpfs:
+      return "mounting a tmpfs on " + (index < plan.tmpfs.size() ? plan.tmpfs[index] : "?");
+    case kFsBind:
+      return "mounting " + (index < plan.binds.size() ? plan.binds[index].path : "?");
+  }
+  return "?";
+}
+
 std::string StartErrorText(const Report& report, const ChildPlan& plan) {
   const std::string why = ErrnoText(report.err);
   const std::string& name = plan.args[0];
@@ -424,8 +377,36 @@ std::string StartErrorText(const Report& report, const ChildPlan& plan) {
       return "cannot switch to user nobody (65534): " + why;
     case Stage::kFds:
       return "cannot set up the child's standard streams: " + why;
+    case Stage::kFilesystem:
+      return "cannot set up the private filesystem view: " + FsStepText(report.detail, plan) +
+             ": " + why;
+    case Stage::kInit:
+      return "cannot start the sandbox's init or the program under it: fork: " + why;
     default:
       return "cannot set up the child's session: " + why;
+  }
+}
+
+// What a mechanism the limits asked for could not do, for ProcessResult::isolation_gaps;
+// empty for reports that are not about a gap.
+std::string GapText(const Report& report, const ChildPlan& plan) {
+  const std::string why = ErrnoText(report.err);
+  switch (report.stage) {
+    case Stage::kNetworkShared:
+      return "network: shared with the host (unshare: " + why + ")";
+    case Stage::kProcessesShared:
+      return "pid namespace: none (unshare: " + why +
+             "); descendants that leave the process group can outlive the run";
+    case Stage::kFilesystemShared:
+      return "filesystem: shared with the host, writable where the user may write (" +
+             FsStepText(report.detail, plan) + ": " + why + ")";
+    case Stage::kProcShared:
+      return "proc: the host's /proc stays visible (mount proc: " + why + ")";
+    case Stage::kSeccompInactive:
+      return "seccomp: no filter (" +
+             (report.err == 0 ? plan.seccomp_error : "prctl(PR_SET_SECCOMP): " + why) + ")";
+    default:
+      return "";
   }
 }
 
@@ -677,26 +658,44 @@ ProcessResult StartFailed(ProcessResult result, std::string why) {
   return result;
 }
 
-void Classify(Stop stop, const RunningChild& child, const ChildPlan& plan, ProcessResult* r) {
-  for (const Report& report : child.reports()) {
+// What was active, from the child's reports.
+void RecordIsolation(const std::vector<Report>& reports, const ChildPlan& plan, ProcessResult* r) {
+  for (const Report& report : reports) {
     if (report.stage == Stage::kNetworkPrivate) r->network_private = true;
-    if (report.stage > Stage::kNetworkShared) {
+    if (report.stage == Stage::kProcessesPrivate) r->pid_namespace = true;
+    if (report.stage == Stage::kFilesystemPrivate) r->private_fs = true;
+    if (report.stage == Stage::kSeccompActive) r->seccomp = true;
+    if (std::string gap = GapText(report, plan); !gap.empty()) r->isolation_gaps.push_back(gap);
+  }
+}
+
+void Classify(Stop stop, const RunningChild& child, const ChildPlan& plan, ProcessResult* r) {
+  RecordIsolation(child.reports(), plan, r);
+  // The outer child's status, or the target's as the init saw it (under a PID namespace the
+  // outer child only mirrors that, and an exit code cannot tell 139 from SIGSEGV).
+  bool known = child.reaped();
+  int status = child.status();
+  for (const Report& report : child.reports()) {
+    if (report.stage >= Stage::kSession) {
       r->end = ProcessResult::End::kStartFailed;
       r->start_error = StartErrorText(report, plan);
       return;
     }
+    if (report.stage == Stage::kTargetStatus && stop == Stop::kExited) {
+      known = true;
+      status = report.detail;
+    }
   }
-  const int status = child.status();
-  if (child.reaped() && WIFSIGNALED(status)) r->signal = WTERMSIG(status);
+  if (known && WIFSIGNALED(status)) r->signal = WTERMSIG(status);
   if (stop == Stop::kTimedOut) {
     r->end = ProcessResult::End::kTimedOut;
   } else if (stop == Stop::kOutputFlood) {
     r->end = ProcessResult::End::kOutputFlood;
-  } else if (child.reaped() && WIFSIGNALED(status)) {
+  } else if (known && WIFSIGNALED(status)) {
     r->end = ProcessResult::End::kSignaled;
   } else {
     r->end = ProcessResult::End::kExited;  // exit_code stays -1 if the status was lost
-    if (child.reaped() && WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
+    if (known && WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
   }
 }
 
@@ -721,8 +720,9 @@ pid_t StartChild(const ChildPlan& plan, ParentEnds* ends, std::string* error) {
 bool NobodyCanExecute(const fs::path& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return true;  // let exec report the real error
-  if ((st.st_mode & (S_IXOTH | S_IROTH)) != (S_IXOTH | S_IROTH) && st.st_uid != kNobodyUid) return false;
-  for (fs::path dir = fs::absolute(path).parent_path(); ; dir = dir.parent_path()) {
+  if ((st.st_mode & (S_IXOTH | S_IROTH)) != (S_IXOTH | S_IROTH) && st.st_uid != kNobodyUid)
+    return false;
+  for (fs::path dir = fs::absolute(path).parent_path();; dir = dir.parent_path()) {
     if (stat(dir.c_str(), &st) != 0) return true;
     if (!(st.st_mode & S_IXOTH) && st.st_uid != kNobodyUid) return false;
     if (dir == dir.root_path()) return true;
@@ -739,7 +739,8 @@ std::string ReachableByNobody(const std::string& program, std::string* error) {
   struct stat st;
   if (stat(program.c_str(), &st) != 0) return program;
   fs::path base = "/var/cache/kforge";
-  if (Result<fs::path> cache = CacheDir(); cache.ok() && NobodyCanExecute(*cache / "x")) base = *cache;
+  if (Result<fs::path> cache = CacheDir(); cache.ok() && NobodyCanExecute(*cache / "x"))
+    base = *cache;
   const fs::path dir = base / "sandbox-bin";
   fs::create_directories(dir, ec);
   chmod(base.c_str(), 0755);
@@ -754,10 +755,11 @@ std::string ReachableByNobody(const std::string& program, std::string* error) {
   if (!ec) fs::rename(tmp, staged, ec);
   if (ec || !NobodyCanExecute(staged)) {
     fs::remove(tmp, ec);
-    *error = fmt::format("'{}' lies in a folder user nobody cannot enter, and copying it to {} "
-                         "failed; build kforge in a folder others can read (chmod o+x on its "
-                         "parents) or set KFORGE_CACHE_DIR to such a folder",
-                         program, dir.string());
+    *error = fmt::format(
+        "'{}' lies in a folder user nobody cannot enter, and copying it to {} "
+        "failed; build kforge in a folder others can read (chmod o+x on its "
+        "parents) or set KFORGE_CACHE_DIR to such a folder",
+        program, dir.string());
     return program;
   }
   return staged.string();
@@ -779,8 +781,9 @@ ProcessResult RunChecked(const ProcessSpec& spec) {
       run_spec = &staged_spec;
     }
   }
-  const ChildPlan plan = MakePlan(*run_spec);
+  ChildPlan plan = MakePlan(*run_spec);
   error = PrepareWorkdir(spec, plan.drop_privileges, plan.uid);
+  if (error.empty()) error = PlanFilesystem(*run_spec, &plan);
   if (!error.empty()) return StartFailed(result, error);
   ParentEnds ends;
   const Clock::time_point start = Clock::now();
@@ -846,41 +849,59 @@ std::string SignalHint(const ProcessResult& r) {
   return "";
 }
 
-// The probe child tries exactly what a run's child does and exits with 0 (private, plain),
-// 1 (private, in a user namespace) or 2 + errno (shared).
-int ProbeNetwork() {
-  ChildPlan plan;
-  plan.root = geteuid() == 0;
-  plan.uid_map = fmt::format("{0} {0} 1\n", geteuid());
-  plan.gid_map = fmt::format("{0} {0} 1\n", getegid());
-  pid_t pid = fork();
-  if (pid == 0) {
-    int err = 0;
-    bool own_userns = false;
-    bool ok = ChildIsolateNetwork(plan, &err, &own_userns);
-    _exit(ok ? (own_userns ? 1 : 0) : 2 + std::min(err, 200));
-  }
-  if (pid < 0) return 2 + errno;
-  int status = 0;
-  const Clock::time_point end = After(kReapGraceSeconds);
-  pid_t got;
-  while ((got = waitpid(pid, &status, WNOHANG)) == 0 && SecondsUntil(end) > 0) SleepMs(1);
-  if (got != pid) {
-    kill(pid, SIGKILL);
-    return 2 + ETIMEDOUT;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 2 + EINTR;
+// Runs `true` in the sandbox with the default limits: what a job gets here.
+ProcessResult ProbeSandbox() {
+  ProcessSpec spec;
+  spec.argv = {"true"};
+  spec.env = {{"PATH", kDefaultPath}};
+  spec.limits.wall_seconds = 10;
+  Result<fs::path> dir = MakeTempDir("isolation-probe");
+  if (dir.ok()) spec.cwd = *dir;
+  ProcessResult result = RunChecked(spec);
+  std::error_code ec;
+  if (dir.ok()) fs::remove_all(*dir, ec);
+  return result;
 }
 
-std::string NetworkLine() {
-  int probe = ProbeNetwork();
-  if (probe == 0) return "network: private namespace (unshare CLONE_NEWNET), loopback down";
-  if (probe == 1) {
-    return "network: private namespace (unshare CLONE_NEWUSER|CLONE_NEWNET, own uid/gid "
-           "mapped), loopback down";
+// The reason recorded for `mechanism` ("network", ...), or why the probe told nothing.
+std::string WhyNot(const ProcessResult& probe, const std::string& mechanism) {
+  if (probe.end == ProcessResult::End::kStartFailed) return "probe failed: " + probe.start_error;
+  for (const std::string& gap : probe.isolation_gaps) {
+    if (gap.rfind(mechanism + ": ", 0) == 0) return gap.substr(mechanism.size() + 2);
   }
-  return "network: NOT isolated, shared with the host (unshare failed: " + ErrnoText(probe - 2) +
-         ")";
+  return "not reported";
+}
+
+std::string NetworkLine(const ProcessResult& probe) {
+  if (!probe.network_private) return "network: NOT isolated, " + WhyNot(probe, "network");
+  if (geteuid() == 0) return "network: private namespace (unshare CLONE_NEWNET), loopback down";
+  return "network: private namespace (unshare CLONE_NEWUSER|CLONE_NEWNET, own uid/gid mapped), "
+         "loopback down";
+}
+
+std::string ProcessesLine(const ProcessResult& probe) {
+  if (!probe.pid_namespace) {
+    return "processes: NOT in a PID namespace: " + WhyNot(probe, "pid namespace");
+  }
+  std::string proc = "a fresh /proc shows only them";
+  for (const std::string& gap : probe.isolation_gaps) {
+    if (gap.rfind("proc: ", 0) == 0) proc = gap.substr(6);
+  }
+  return "processes: own PID and IPC namespace under a trusted init (PID 1): every process of "
+         "the run, setsid() or not, is killed when the program ends; " +
+         proc;
+}
+
+std::string FilesystemLine(const ProcessResult& probe) {
+  if (!probe.private_fs) return "filesystem: NOT private, " + WhyNot(probe, "filesystem");
+  return "filesystem: private view: everything read-only (mount_setattr, recursive), fresh tmpfs "
+         "on /tmp, /var/tmp, /dev/shm, /dev kept; writable only the working directory and the "
+         "caches a job names";
+}
+
+std::string SeccompLine(const ProcessResult& probe) {
+  if (!probe.seccomp) return "seccomp: NOT active: " + WhyNot(probe, "seccomp");
+  return "seccomp: filter loaded before exec: " + DescribeSeccompFilter();
 }
 
 std::string UserLine() {
@@ -919,16 +940,18 @@ std::unique_ptr<ProcessRunner> NewSandboxRunner() {
 std::vector<std::string> DescribeIsolation() {
   int subreaper = 0;
   prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
+  const ProcessResult probe = ProbeSandbox();
   return {
-      NetworkLine(),
+      NetworkLine(probe),
       UserLine(),
+      ProcessesLine(probe),
+      FilesystemLine(probe),
+      SeccompLine(probe),
       "limits: address space, CPU time, file size, processes+threads (RLIMIT_NPROC), no core "
       "files; wall clock and output size watched by the parent",
-      std::string("processes: own session and process group, SIGKILLed as a group at exit, "
+      std::string("process group: own session and process group, SIGKILLed as a group at exit, "
                   "timeout or flood; killed descendants reaped ") +
           (subreaper ? "(child subreaper)" : "(not yet: no runner created)"),
-      "filesystem: shared with the host (only the working directory is the run's own); "
-      "descendants that leave the process group (setsid) are not tracked",
   };
 }
 

@@ -3,7 +3,17 @@
 //
 // The child gets its own process group, resource limits (address space, CPU time, file size,
 // process count, no core files), its own working directory, no network (a private network
-// namespace) where the OS allows, and, when kforge runs as root, an unprivileged user (nobody).
+// namespace), and, when kforge runs as root, an unprivileged user (nobody). Where the OS allows
+// (as root, or in a user namespace of its own otherwise), it also gets:
+//   - its own PID and IPC namespaces under a small trusted init (PID 1, never execs) that
+//     starts the program and ends with it: every process left in the namespace, setsid() or
+//     not, is killed by the kernel when the program exits or is killed;
+//   - a private view of the filesystem: everything read-only, fresh tmpfs on /tmp, /var/tmp and
+//     /dev/shm (gone with the job), a fresh /proc that shows only the job's processes, /dev
+//     kept (device nodes still open read-write); writable only `cwd` and `writable_paths`;
+//   - a seccomp filter that refuses what no job needs (base/seccomp_filter.h).
+// What could not be applied is recorded in the ProcessResult (and DescribeIsolation() says what
+// this machine allows); the child then runs with the rest.
 // Its stdout and stderr are read concurrently; beyond `output_bytes` per stream the rest is
 // counted and discarded, beyond `output_kill_bytes` in total the child is killed (a flood).
 // A child that outlives `wall_seconds` is killed with its whole process group.
@@ -14,8 +24,9 @@
 // this process and reaped by Run() instead of lingering as zombies under a PID 1 that may not
 // reap (containers). Orphans of other children this process starts also come here.
 //
-// Known gap: a descendant that leaves the child's process group (setsid, setpgid) escapes the
-// group kill. Closing it needs a PID namespace or a cgroup; see DescribeIsolation().
+// Without a PID namespace (isolate_processes off, or refused by the OS) a descendant that
+// leaves the child's process group (setsid, setpgid) escapes the group kill and may outlive
+// the run; ProcessResult::pid_namespace says whether that gap was closed.
 //
 // Thread-safety: a ProcessRunner may be used from several threads at once.
 #ifndef KFORGE_BASE_SUBPROCESS_H_
@@ -46,13 +57,27 @@ struct Limits {
   // The user id dropped to (group nogroup, 65534). kforge runs PyTorch baselines as 65533 so
   // that candidates (nobody) cannot write the baselines' compile cache.
   uint32_t sandbox_uid = 65534;
+  // Own PID and IPC namespaces under a trusted init: nothing the child starts outlives it.
+  bool isolate_processes = true;
+  // Read-only system, private /tmp, /var/tmp, /dev/shm and /proc; see ProcessSpec.
+  bool private_filesystem = true;
+  bool seccomp = true;             // the seccomp filter (off only for trusted tools)
+  bool allow_perf_events = false;  // the filter lets perf_event_open through (profilers)
 };
 
 struct ProcessSpec {
-  std::vector<std::string> argv;           // argv[0] is a path or a name on PATH
-  std::filesystem::path cwd;               // must exist; made writable for the child
-                                           // (as root: chowned to nobody, so it must belong
-                                           // to this run); empty = the parent's cwd
+  std::vector<std::string> argv;  // argv[0] is a path or a name on PATH
+  std::filesystem::path cwd;      // must exist; made writable for the child
+                                  // (as root: chowned to nobody, so it must belong
+                                  // to this run); empty = the parent's cwd, which
+                                  // stays read-only, as does "/"
+  // Folders (existing) the child may write besides cwd under a private filesystem, such as
+  // compile caches; their owner is the caller's business. At most 16, not "/".
+  std::vector<std::filesystem::path> writable_paths;
+  // Folders the child must see (read-only) even where they lie below a private tmpfs (/tmp,
+  // /var/tmp, /dev/shm), such as a lock file's folder. The program's own folder is kept
+  // visible without being listed. At most 16.
+  std::vector<std::filesystem::path> readable_paths;
   std::map<std::string, std::string> env;  // the child's whole environment
   std::string stdin_data;                  // written to the child's stdin, then closed
   Limits limits;
@@ -71,7 +96,13 @@ struct ProcessResult {
   std::string start_error;                // kStartFailed: why
   int pid = 0;                   // the child's process id, which is also its process group id
   bool network_private = false;  // the child ran in a private network namespace
-  Limits limits;                 // the limits the child ran under
+  bool pid_namespace = false;    // ... in its own PID and IPC namespace (nothing outlived it)
+  bool private_fs = false;       // ... with the private, read-only filesystem view
+  bool seccomp = false;          // ... under the seccomp filter
+  // One line per mechanism the limits asked for that was not active, with why
+  // ("pid namespace: unshare: Operation not permitted").
+  std::vector<std::string> isolation_gaps;
+  Limits limits;  // the limits the child ran under
 
   bool Succeeded() const { return end == End::kExited && exit_code == 0; }
   // One line for people: "exited with code 3", "killed by signal 11 (SIGSEGV: segmentation
@@ -90,8 +121,10 @@ class ProcessRunner {
 // The real sandbox.
 std::unique_ptr<ProcessRunner> NewSandboxRunner();
 
-// What isolation the sandbox can apply on this machine, one line per mechanism, for
-// `kforge doctor` ("network: private namespace (unshare CLONE_NEWNET)", "user: nobody", ...).
+// What isolation the sandbox can apply on this machine, one line per mechanism, each saying
+// active or not and why, for `kforge doctor` ("network: private namespace (unshare
+// CLONE_NEWNET)", "user: nobody", "processes: ...", "filesystem: ...", "seccomp: ..."). Probes
+// by running `true` in the sandbox.
 std::vector<std::string> DescribeIsolation();
 
 }  // namespace kforge

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,33 @@ std::vector<pid_t> GroupMembers(pid_t pgid) {
     if (pgrp == pgid) members.push_back(std::stoi(it->path().filename().string()));
   }
   return members;
+}
+
+// Processes (host view) whose command line contains `token`.
+std::vector<pid_t> ProcessesWith(const std::string& token) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::ifstream file(it->path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (cmdline.find(token) != std::string::npos) {
+      found.push_back(std::stoi(it->path().filename().string()));
+    }
+  }
+  return found;
+}
+
+// A token no other process has in its command line.
+std::string UniqueToken() {
+  static int counter = 0;
+  return "kforge-token-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+}
+
+std::string Gaps(const ProcessResult& r) {
+  std::string all;
+  for (const std::string& gap : r.isolation_gaps) all += gap + "; ";
+  return all;
 }
 
 bool NetworkIsPrivateHere() {
@@ -117,6 +145,13 @@ TEST_F(SandboxTest, GivenAProgramThatExitsItReportsTheCodeAndBothStreams) {
   EXPECT_GT(r.pid, 0);
   EXPECT_FALSE(r.Succeeded());
   EXPECT_EQ(r.Describe(), "exited with code 3");
+}
+
+TEST_F(SandboxTest, GivenAnExitCodeAbove128ItIsNotMistakenForASignal) {
+  ProcessResult r = Run(Spec({"sh", "-c", "exit 139"}));
+  EXPECT_EQ(r.end, End::kExited) << r.Describe();
+  EXPECT_EQ(r.exit_code, 139);
+  EXPECT_EQ(r.signal, 0);
 }
 
 TEST_F(SandboxTest, GivenStdinDataItDeliversItAndThenEndOfFile) {
@@ -332,9 +367,11 @@ TEST_F(SandboxTest, GivenABackgroundGrandchildRunReturnsAtOnceAndKillsIt) {
 }
 
 TEST_F(SandboxTest, GivenADescendantThatLeavesTheGroupRunStillReturnsWithinTheGracePeriod) {
-  // The escapee (own session) keeps stdout open and is out of reach of the group kill: the
-  // known gap in the header. Run() must still return, after a bounded drain.
-  ProcessResult r = Run(Spec({"sh", "-c", "setsid sh -c 'echo $$; exec sleep 100' & sleep 0.3"}));
+  // Without a PID namespace the escapee (own session) keeps stdout open and is out of reach
+  // of the group kill. Run() must still return, after a bounded drain.
+  ProcessSpec spec = Spec({"sh", "-c", "setsid sh -c 'echo $$; exec sleep 100' & sleep 0.3"});
+  spec.limits.isolate_processes = false;
+  ProcessResult r = Run(spec);
   EXPECT_TRUE(r.Succeeded()) << r.Describe();
   EXPECT_LT(r.wall_seconds, 2.0);
   const pid_t escapee = atoi(r.out.c_str());
@@ -342,6 +379,45 @@ TEST_F(SandboxTest, GivenADescendantThatLeavesTheGroupRunStillReturnsWithinTheGr
     kill(escapee, SIGKILL);
     waitpid(escapee, nullptr, 0);  // re-parented to this process (subreaper)
   }
+}
+
+// The attack that motivated PID namespaces: a fork()ed child setsid()s and spins as nobody.
+TEST_F(SandboxTest, GivenADescendantThatCallsSetsidNothingOfItOutlivesTheRun) {
+  const std::string token = UniqueToken();
+  ProcessSpec spec = Spec({kHelper, "escape", token});
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  EXPECT_EQ(r.out, "started\n");
+  if (!r.pid_namespace) GTEST_SKIP() << "no PID namespace here: " << Gaps(r);
+  EXPECT_TRUE(ProcessesWith(token).empty()) << "the setsid() grandchild survived the run";
+  EXPECT_LT(r.wall_seconds, 2.0);
+}
+
+TEST_F(SandboxTest, GivenNoPidNamespaceTheSetsidEscapeeIsSeen) {
+  // The control for the test above: the scan does find an escapee that survived.
+  const std::string token = UniqueToken();
+  ProcessSpec spec = Spec({kHelper, "escape", token});
+  spec.limits.isolate_processes = false;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  EXPECT_FALSE(r.pid_namespace);
+  const std::vector<pid_t> survivors = ProcessesWith(token);
+  EXPECT_EQ(survivors.size(), 1u);
+  for (pid_t pid : survivors) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);  // re-parented to this process (subreaper)
+  }
+  // So is the zombie of the escapee's parent, outside the group that Run() reaps.
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+TEST_F(SandboxTest, GivenAPidNamespaceTheChildSeesOnlyItsOwnProcesses) {
+  ProcessResult r = Run(Spec({kHelper, "procs"}));
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  if (!r.pid_namespace) GTEST_SKIP() << "no PID namespace here: " << Gaps(r);
+  // The init (1) and the helper itself (2).
+  EXPECT_EQ(r.out, "1 2 \n");
 }
 
 TEST_F(SandboxTest, GivenManyRunsItLeaksNoFileDescriptorsOrChildren) {
@@ -363,6 +439,7 @@ TEST_F(SandboxTest, GivenAPrivateNetworkTheChildCannotReachTheHostsLoopback) {
   int listener = ListenOnLoopback(&port);
   ASSERT_GE(listener, 0);
   ProcessSpec spec = Spec({kHelper, "connect", std::to_string(port)});
+  spec.limits.seccomp = false;  // which refuses AF_INET sockets anyway
   spec.limits.isolate_network = false;
   ProcessResult shared = Run(spec);
   EXPECT_TRUE(shared.Succeeded()) << "control run must connect: " << shared.out;
@@ -373,6 +450,111 @@ TEST_F(SandboxTest, GivenAPrivateNetworkTheChildCannotReachTheHostsLoopback) {
   if (!isolated.network_private) GTEST_SKIP() << "no private network namespace on this machine";
   EXPECT_EQ(isolated.end, End::kExited);
   EXPECT_EQ(isolated.exit_code, 1) << isolated.out;
+}
+
+TEST_F(SandboxTest, GivenRootEveryIsolationMechanismIsActive) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: the mechanisms depend on user namespaces here";
+  ProcessResult r = Run(Spec({"true"}));
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_TRUE(r.network_private);
+  EXPECT_TRUE(r.pid_namespace);
+  EXPECT_TRUE(r.private_fs);
+  EXPECT_TRUE(r.seccomp);
+  EXPECT_TRUE(r.isolation_gaps.empty()) << Gaps(r);
+}
+
+TEST_F(SandboxTest, GivenIsolationSwitchedOffNoneIsReportedActiveOrMissing) {
+  ProcessSpec spec = Spec({"true"});
+  spec.limits.isolate_network = spec.limits.isolate_processes = false;
+  spec.limits.private_filesystem = spec.limits.seccomp = false;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe();
+  EXPECT_FALSE(r.network_private || r.pid_namespace || r.private_fs || r.seccomp);
+  EXPECT_TRUE(r.isolation_gaps.empty()) << Gaps(r);
+}
+
+TEST_F(SandboxTest, GivenAPrivateFilesystemWritesOutsideItsFoldersFailAndItsTmpIsItsOwn) {
+  const std::string token = UniqueToken();
+  const fs::path build = fs::path(kHelper).parent_path();
+  const std::vector<std::string> outside = {"/etc/" + token, (build / token).string(), "/" + token};
+  const std::vector<std::string> private_tmp = {"/tmp/" + token, "/var/tmp/" + token,
+                                                "/dev/shm/" + token};
+  std::vector<std::string> argv = {kHelper, "write", "inside"};
+  argv.insert(argv.end(), outside.begin(), outside.end());
+  argv.insert(argv.end(), private_tmp.begin(), private_tmp.end());
+  ProcessSpec spec = Spec(argv);
+  spec.limits.drop_privileges = false;  // even root cannot write there
+  ProcessResult r = Run(spec);
+  if (!r.private_fs) GTEST_SKIP() << "no private filesystem here: " << Gaps(r);
+  EXPECT_EQ(r.end, End::kExited) << r.Describe() << r.err;
+  EXPECT_NE(r.out.find("inside: ok\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir_.path() / "inside"));
+  for (const std::string& path : outside) {
+    EXPECT_NE(r.out.find(path + ": EROFS\n"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(path)) << path;
+  }
+  for (const std::string& path : private_tmp) {
+    EXPECT_NE(r.out.find(path + ": ok\n"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(path)) << path << " outlived the run";
+  }
+}
+
+TEST_F(SandboxTest, GivenWritablePathsTheChildMayWriteThereAndNowhereElse) {
+  TempDir cache, other;
+  const uid_t owner = geteuid() == 0 ? kNobody : geteuid();  // the sandbox user may write
+  ASSERT_EQ(chown(cache.path().c_str(), owner, owner == kNobody ? kNobody : getegid()), 0);
+  ASSERT_EQ(chown(other.path().c_str(), owner, owner == kNobody ? kNobody : getegid()), 0);
+  const std::string listed = (cache.path() / "f").string();
+  const std::string unlisted = (other.path() / "f").string();
+  ProcessSpec spec = Spec({kHelper, "write", listed, unlisted});
+  spec.writable_paths = {cache.path()};
+  ProcessResult r = Run(spec);
+  if (!r.private_fs) GTEST_SKIP() << "no private filesystem here: " << Gaps(r);
+  EXPECT_NE(r.out.find(listed + ": ok\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(listed));
+  // The unlisted folder lies in /tmp: the child's /tmp is a fresh tmpfs without it.
+  EXPECT_NE(r.out.find(unlisted + ": ENOENT\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(unlisted));
+}
+
+TEST_F(SandboxTest, GivenAReadablePathBelowTmpTheChildSeesItReadOnly) {
+  TempDir shared;  // below /tmp, which the child's private tmpfs would hide
+  chmod(shared.path().c_str(), 0755);
+  { std::ofstream(shared.path() / "lock") << "seen"; }
+  const std::string lock = (shared.path() / "lock").string();
+  const std::string planted = (shared.path() / "planted").string();
+  ProcessSpec spec = Spec({"sh", "-c", "cat " + lock + "; echo; " + kHelper + " write " + planted});
+  spec.readable_paths = {shared.path()};
+  ProcessResult r = Run(spec);
+  if (!r.private_fs) GTEST_SKIP() << "no private filesystem here: " << Gaps(r);
+  EXPECT_EQ(r.out, "seen\n" + planted + ": EROFS\n") << r.err;
+  EXPECT_FALSE(fs::exists(planted));
+}
+
+TEST_F(SandboxTest, GivenAWritablePathThatDoesNotExistItReportsStartFailed) {
+  ProcessSpec spec = Spec({"true"});
+  spec.writable_paths = {dir_.path() / "missing"};
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kStartFailed);
+  EXPECT_NE(r.start_error.find("missing"), std::string::npos) << r.start_error;
+}
+
+TEST_F(SandboxTest, GivenTheSeccompFilterOnlyUnixSocketsCanBeCreated) {
+  ProcessResult r = Run(Spec({kHelper, "sockets"}));
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  if (!r.seccomp) GTEST_SKIP() << "no seccomp filter here: " << Gaps(r);
+  EXPECT_EQ(r.out, "inet=EPERM netlink=EPERM unix=ok pair=ok\n");
+  ProcessSpec unfiltered = Spec({kHelper, "sockets"});
+  unfiltered.limits.seccomp = false;
+  r = Run(unfiltered);
+  EXPECT_EQ(r.out.rfind("inet=ok", 0), 0u) << "control run: " << r.out;
+}
+
+TEST_F(SandboxTest, GivenTheSeccompFilterPtraceIsRefused) {
+  ProcessResult r = Run(Spec({kHelper, "ptrace"}));
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  if (!r.seccomp) GTEST_SKIP() << "no seccomp filter here: " << Gaps(r);
+  EXPECT_EQ(r.out, "child=EPERM parent=EPERM\n");
 }
 
 TEST_F(SandboxTest, GivenRootItRunsTheChildAsNobodyInAWritableDirectory) {
@@ -413,9 +595,21 @@ int CheckUnprivilegedPath(const fs::path& cwd, int port) {
   spec.limits.max_processes = 16;
   spec.limits.wall_seconds = 2;
   r = runner->Run(spec);
-  if (r.end != End::kTimedOut) return 13;
+  if (r.end != End::kTimedOut) {
+    fprintf(stderr, "  [as nobody] fork bomb: %s %s\n", r.Describe().c_str(), r.err.c_str());
+    return 13;
+  }
   if (std::count(r.out.begin(), r.out.end(), '+') > 16) return 14;
   if (!GroupMembers(r.pid).empty()) return 15;
+  const std::string token = UniqueToken();
+  r = runner->Run(MakeSpec({VisibleHelper().string(), "escape", token}, cwd));
+  if (!r.Succeeded()) return 16;
+  if (r.pid_namespace && !ProcessesWith(token).empty()) return 17;
+  r = runner->Run(MakeSpec({VisibleHelper().string(), "write", "inside", "/tmp/" + token,
+                            (fs::path(kHelper).parent_path() / token).string()},
+                           cwd));
+  if (r.private_fs && r.out.find(": EROFS") == std::string::npos) return 18;
+  if (fs::exists("/tmp/" + token)) return 19;
   return 0;
 }
 
@@ -438,12 +632,15 @@ TEST(SandboxUnprivilegedTest, GivenANonRootCallerItIsolatesAndContainsAsWell) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "failed check (see CheckUnprivilegedPath)";
 }
 
-TEST(DescribeIsolationTest, ItNamesTheNetworkAndTheUser) {
+TEST(DescribeIsolationTest, ItNamesEveryMechanism) {
   std::vector<std::string> lines = DescribeIsolation();
   for (const std::string& line : lines) fprintf(stderr, "  %s\n", line.c_str());
-  ASSERT_GE(lines.size(), 2u);
+  ASSERT_GE(lines.size(), 5u);
   EXPECT_EQ(lines[0].rfind("network: ", 0), 0u);
   EXPECT_EQ(lines[1].rfind("user: ", 0), 0u);
+  EXPECT_EQ(lines[2].rfind("processes: ", 0), 0u);
+  EXPECT_EQ(lines[3].rfind("filesystem: ", 0), 0u);
+  EXPECT_EQ(lines[4].rfind("seccomp: ", 0), 0u);
 }
 
 // --- Describe(). ------------------------------------------------------------------------------

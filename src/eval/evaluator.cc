@@ -113,7 +113,7 @@ class Evaluation {
   void RecordTolerances(const std::vector<TensorShape>& outputs);
   void ChooseArch();
   void Advisory();
-  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as_root, std::string* out);
+  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out);
   // PyTorch problems and Python candidates (docs/pytorch-problems.md).
   Status StartPython();
   Status PreparePyTorch();
@@ -336,7 +336,9 @@ void Evaluation::ChooseArch() {
 }
 
 // One check run of trial 0 under a wrapper (profiler, sanitizer); its stdout in *out.
-json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as_root, std::string* out) {
+// `profiler`: ncu, which stays root (GPU performance counters are usually root-only) and may
+// call perf_event_open through the seccomp filter.
+json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out) {
   Job job;
   job.backend = backend_->name;
   job.device = options_.device;
@@ -354,7 +356,8 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool as
   limits.output_bytes = 4 << 20;
   limits.output_kill_bytes = 256 << 20;
   limits.max_processes = 0;
-  limits.drop_privileges = !as_root;  // GPU performance counters are usually root-only
+  limits.drop_privileges = !profiler;
+  limits.allow_perf_events = profiler;
   Result<WorkerRun> run = [&] {
     DeviceLock lock(LockName(backend_->name));
     return RunWorker(runner_, job, files, limits, wrapper);

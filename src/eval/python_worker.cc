@@ -39,9 +39,11 @@ constexpr uint32_t kBaselineUid = 65533;
 // nobody) share Triton's cache and torch extension builds; baselines share Inductor's and
 // Triton's caches in folders of their own user (65533, mode 0700), which candidates cannot
 // write: a candidate must not be able to plant a slow artefact for the baseline. Without root
-// there is no second user, so baseline jobs get fresh caches (always cold).
-std::map<std::string, std::string> PythonEnv(const fs::path& dir, const std::string& mode) {
-  std::map<std::string, std::string> env = {
+// there is no second user, so baseline jobs get fresh caches (always cold). The shared cache
+// folders are the only ones besides the job folder the sandbox lets the worker write.
+void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spec) {
+  std::map<std::string, std::string>& env = spec->env;
+  env = {
       {"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C.UTF-8"},
       {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"}, {"PYTHONUNBUFFERED", "1"},
       // getpass.getuser() (Inductor's cache paths) reads these before the password database,
@@ -57,15 +59,15 @@ std::map<std::string, std::string> PythonEnv(const fs::path& dir, const std::str
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   const bool root = geteuid() == 0;
-  if (mode != "candidate" && !(mode == "baseline" && root)) return env;
+  if (mode != "candidate" && !(mode == "baseline" && root)) return;
   Result<fs::path> cache = CacheDir();
-  if (!cache.ok()) return env;
+  if (!cache.ok()) return;
   const bool baseline = mode == "baseline";
   const uint32_t owner = baseline ? kBaselineUid : 65534;
   const fs::path base = *cache / "python" / (baseline ? "baselines" : "candidates");
   std::error_code ec;
   fs::create_directories(base, ec);
-  if (ec) return env;
+  if (ec) return;
   if (root) {
     // Owned by root: the sandbox users must not be able to rename or replace each other's folder.
     (void)!chown((*cache / "python").c_str(), 0, 0);
@@ -82,8 +84,8 @@ std::map<std::string, std::string> PythonEnv(const fs::path& dir, const std::str
     if (ec) continue;
     if (root) (void)!chown(p.c_str(), owner, 65534);
     env[var] = p.string();
+    spec->writable_paths.push_back(p);
   }
-  return env;
 }
 
 }  // namespace
@@ -102,7 +104,7 @@ Result<json> ProbePython(ProcessRunner& runner) {
   ProcessSpec spec;
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "probe"};
   spec.cwd = dir;
-  spec.env = PythonEnv(dir, "probe");
+  SetPythonEnv(dir, "probe", &spec);
   spec.limits.wall_seconds = 120;
   spec.limits.address_space_bytes = 0;
   spec.limits.max_processes = 256;
@@ -141,7 +143,10 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "run", dir.string()};
   spec.cwd = dir;
   const std::string mode = job.value("mode", "");
-  spec.env = PythonEnv(dir, mode);
+  SetPythonEnv(dir, mode, &spec);
+  // The device lock (docs/python-worker.md) must be reachable even with the cache below /tmp.
+  if (const std::string lock = job.value("lock_file", ""); !lock.empty())
+    spec.readable_paths.push_back(fs::path(lock).parent_path());
   spec.limits = limits;
   if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
   WorkerRun run = RunPreparedWorker(runner, spec, dir);

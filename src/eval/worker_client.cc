@@ -15,8 +15,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::map<std::string, std::string> WorkerEnv(const fs::path& dir) {
-  std::map<std::string, std::string> env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
+// The worker's environment, and the cache folders it may write besides its job folder (the
+// sandbox keeps everything else read-only).
+void SetWorkerEnv(const fs::path& dir, ProcessSpec* spec) {
+  std::map<std::string, std::string>& env = spec->env;
+  env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES",
                            "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
@@ -29,8 +32,8 @@ std::map<std::string, std::string> WorkerEnv(const fs::path& dir) {
     if (geteuid() == 0) (void)!chown(pocl.c_str(), 65534, 65534);  // the sandbox user writes it
     env["POCL_CACHE_DIR"] = pocl.string();
     env["POCL_KERNEL_CACHE"] = "1";
+    if (!ec) spec->writable_paths.push_back(pocl);
   }
-  return env;
 }
 
 std::string LastStage(const std::string& err) {
@@ -89,7 +92,7 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   spec.argv = wrapper;
   spec.argv.insert(spec.argv.end(), {WorkerPath().string(), "run", dir.string()});
   spec.cwd = dir;
-  spec.env = WorkerEnv(dir);
+  SetWorkerEnv(dir, &spec);
   spec.limits = limits;
   return RunPreparedWorker(runner, spec, dir);
 }
@@ -123,7 +126,7 @@ Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& bac
   ProcessSpec spec;
   spec.argv = {WorkerPath().string(), "probe", backend, std::to_string(device)};
   spec.cwd = dir;
-  spec.env = WorkerEnv(dir);
+  SetWorkerEnv(dir, &spec);
   spec.limits.wall_seconds = 60;
   spec.limits.address_space_bytes = 0;
   ProcessResult r = runner.Run(spec);

@@ -7,10 +7,23 @@
 //   threads N       starts N sleeping threads; prints how many started, exit 0
 //   fsize BYTES     writes BYTES zeros to ./big; prints "wrote" when it could
 //   connect PORT    TCP connect to 127.0.0.1:PORT; exit 0 if connected, 1 (and why) if not
+//   escape TOKEN    starts a grandchild in a session of its own that spins forever with TOKEN
+//                   in its command line; prints "started" once it runs, exit 0
+//   write PATH...   creates each file and writes a byte; prints "PATH: ok" or "PATH: EROFS"
+//                   (the errno's name) per line; exit 0 if all were written, 1 if not
+//   sockets         prints "inet=.. netlink=.. unix=.. pair=.." (ok or the errno's name)
+//   ptrace          PTRACE_ATTACH to a child of its own and to its parent; prints
+//                   "child=.. parent=.." (ok or the errno's name)
+//   procs           prints the process ids /proc shows, space-separated
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -101,6 +114,78 @@ int Connect(int port) {
   return 0;
 }
 
+// A session of its own (out of the sandbox's process group), orphaned by its parent.
+int Escape(const char* token) {
+  int ready[2];
+  if (pipe(ready) != 0) return 2;
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    if (fork() == 0) {
+      ssize_t ignored = write(ready[1], "x", 1);
+      (void)ignored;
+      execl("/proc/self/exe", "sandbox_helper", "spin", token, static_cast<char*>(nullptr));
+      Spin();
+    }
+    _exit(0);
+  }
+  char byte;
+  if (read(ready[0], &byte, 1) != 1) return 3;
+  usleep(100 * 1000);  // the grandchild is in exec or spinning by now
+  printf("started\n");
+  return 0;
+}
+
+const char* Outcome(int rc) { return rc >= 0 ? "ok" : strerrorname_np(errno); }
+
+int Write(int argc, char** argv) {
+  int failed = 0;
+  for (int i = 2; i < argc; ++i) {
+    int fd = open(argv[i], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0 && write(fd, "x", 1) != 1) fd = -1;
+    printf("%s: %s\n", argv[i], Outcome(fd));
+    failed += fd < 0;
+    if (fd >= 0) close(fd);
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+int Sockets() {
+  const char* inet = Outcome(socket(AF_INET, SOCK_STREAM, 0));
+  const char* netlink = Outcome(socket(AF_NETLINK, SOCK_RAW, 0));
+  const char* unix_socket = Outcome(socket(AF_UNIX, SOCK_STREAM, 0));
+  int pair[2];
+  const char* unix_pair = Outcome(socketpair(AF_UNIX, SOCK_STREAM, 0, pair));
+  printf("inet=%s netlink=%s unix=%s pair=%s\n", inet, netlink, unix_socket, unix_pair);
+  return 0;
+}
+
+int Ptrace() {
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const char* on_child = Outcome(static_cast<int>(ptrace(PTRACE_ATTACH, child, nullptr, nullptr)));
+  const char* on_parent =
+      Outcome(static_cast<int>(ptrace(PTRACE_ATTACH, getppid(), nullptr, nullptr)));
+  printf("child=%s parent=%s\n", on_child, on_parent);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return 0;
+}
+
+int Procs() {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return 2;
+  for (dirent* entry; (entry = readdir(dir)) != nullptr;) {
+    if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9') printf("%s ", entry->d_name);
+  }
+  closedir(dir);
+  printf("\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,7 +199,13 @@ int main(int argc, char** argv) {
   if (mode == "threads") return Threads(static_cast<int>(arg));
   if (mode == "fsize") return WriteFile(arg);
   if (mode == "connect") return Connect(static_cast<int>(arg));
+  if (mode == "escape" && argc > 2) return Escape(argv[2]);
+  if (mode == "write") return Write(argc, argv);
+  if (mode == "sockets") return Sockets();
+  if (mode == "ptrace") return Ptrace();
+  if (mode == "procs") return Procs();
   fprintf(stderr,
-          "usage: sandbox_helper segv|abort|spin|oom|forkbomb|threads N|fsize B|connect P\n");
+          "usage: sandbox_helper segv|abort|spin|oom|forkbomb|threads N|fsize B|connect P|"
+          "escape TOKEN|write PATH...|sockets|ptrace|procs\n");
   return 64;
 }
