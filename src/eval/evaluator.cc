@@ -554,6 +554,15 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
                                            std::to_string(tj["threads_after"].get<int>()) + " during the timed runs (background work)", "threads");
     return false;
   }
+  double gap = backend_->host_gap_suspicious_ms;
+  double device = stats.device_median_ms > 0 ? stats.device_median_ms : stats.median_ms;
+  if (gap > 0 && stats.host_median_ms > 1.5 * device + gap) {
+    Finish(VerdictStatus::kSuspicious, "host time (median " + std::to_string(stats.host_median_ms) + " ms) is far above device time (" +
+                                           std::to_string(device) + " ms): work escapes the device timer (a side stream or host work)", "host_time");
+    return false;
+  }
+  if (stats.host_median_ms > 3 * device + 1.0)
+    verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
   // The device timer runs in the candidate's process; the supervisor's clock does not. Every
   // run's reported time well below what that clock allows is forged (or the work escaped the
   // call). The smallest gap decides: on a busy machine the supervisor wakes up late on many
@@ -561,12 +570,12 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
   // holds the supervisor's bound, so a forger gains nothing by keeping one run honest.)
   std::vector<double> d = tj.value("device_ms", std::vector<double>{}), w = tj.value("wall_ms", std::vector<double>{});
   if (!w.empty() && w.size() == d.size()) {
-    double gap = 1e300;
-    for (size_t i = 0; i < w.size(); ++i) gap = std::min(gap, w[i] - d[i] - stats.overhead_ms);
-    if (gap > 0.25 * stats.device_median_ms && gap > 10 * tj.value("overhead_mad_ms", 0.0) + 0.1) {
+    double clock_gap = 1e300;
+    for (size_t i = 0; i < w.size(); ++i) clock_gap = std::min(clock_gap, w[i] - d[i] - stats.overhead_ms);
+    if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.value("overhead_mad_ms", 0.0) + 0.1) {
       Finish(VerdictStatus::kSuspicious,
              "the device time the candidate's process reported (median " + std::to_string(stats.device_median_ms) +
-                 " ms) is at least " + std::to_string(gap) + " ms below what the worker's supervisor clocked on every run (median " +
+                 " ms) is at least " + std::to_string(clock_gap) + " ms below what the worker's supervisor clocked on every run (median " +
                  std::to_string(stats.wall_median_ms) + " ms, of which " + std::to_string(stats.overhead_ms) +
                  " ms is its own overhead): a forged timer, or work outside the timed call",
              "supervisor_clock");
@@ -577,15 +586,6 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
     verdict_.warnings.push_back("the median is the supervisor's bound (" + std::to_string(stats.median_ms) + " ms: wall " +
                                 std::to_string(stats.wall_median_ms) + " ms less its overhead), above the device time the candidate's process reported (" +
                                 std::to_string(stats.device_median_ms) + " ms): a busy machine (late wake-ups) or work outside the timer");
-  double gap = backend_->host_gap_suspicious_ms;
-  double device = stats.device_median_ms > 0 ? stats.device_median_ms : stats.median_ms;
-  if (gap > 0 && stats.host_median_ms > 1.5 * device + gap) {
-    Finish(VerdictStatus::kSuspicious, "host time (median " + std::to_string(stats.host_median_ms) + " ms) is far above device time (" +
-                                           std::to_string(device) + " ms): work escapes the device timer (a side stream or host work)", "host_time");
-    return false;
-  }
-  if (stats.host_median_ms > 3 * device + 1.0)
-    verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
   return true;
 }
 

@@ -92,6 +92,9 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   spec.argv = wrapper;
   spec.argv.insert(spec.argv.end(), {WorkerPath().string(), "run", dir.string()});
   spec.cwd = dir;
+  // Under a wrapper (ncu, compute-sanitizer) the wrapper's own folder is kept visible by the
+  // sandbox, kforge-worker's is not unless named (it may lie below the private /tmp).
+  if (!wrapper.empty()) spec.readable_paths.push_back(WorkerPath().parent_path());
   SetWorkerEnv(dir, &spec);
   spec.limits = limits;
   return RunPreparedWorker(runner, spec, dir);
