@@ -54,7 +54,7 @@ struct TimingPlan {
   // (inputs need a generator). Off only for probes that time a fixed workload.
   bool fresh_inputs = true;
   int timed_checks = 3;          // timed runs whose outputs come back for a reference check
-  int calibration_runs = 20;     // null runs that measure the supervisor's round trip
+  int calibration_runs = 12;     // null runs that measure the supervisor's round trip
   bool reference_finite = true;  // the check references had no NaN/Inf: timed outputs must not either
   bool degenerate = false;       // outputs may repeat across inputs (constant references)
 };

@@ -477,7 +477,10 @@ Status Supervisor::Calibrate() {
   std::vector<double> gaps;
   for (int i = 0; i < plan.calibration_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
-    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}};
+    // Exactly what a timed run's prepare does (fresh inputs, flush): what it leaves behind
+    // (a busy copy engine, cold host caches) then weighs on the null run as on a timed one.
+    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", plan.flush}};
+    if (plan.fresh_inputs) prep["seed"] = FreshSeed();
     if (!Call("calibration", prep).ok()) return Status::Ok();
     double t0 = NowMs();
     Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}}, OutputBytes(job_.sets[set]));
