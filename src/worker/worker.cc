@@ -81,6 +81,7 @@ class Child {
   Result<json> Handle(const json& cmd, std::string* blob);
   Result<json> Open();
   Result<json> Alloc();
+  Result<json> Reupload();
   Result<json> Load();
   Result<json> Check(int set, int which, std::string* blob);
   Result<json> Warmup(const json& cmd);
@@ -122,6 +123,7 @@ Result<json> Child::Handle(const json& cmd, std::string* blob) {
     return json{{"peaks", {{"bandwidth_gbs", p.bandwidth_gbs}, {"fp32_gflops", p.fp32_gflops}, {"detail", p.detail}}}};
   }
   if (op == "alloc") return Alloc();
+  if (op == "reupload") return Reupload();
   if (op == "load") return Load();
   int set = cmd.value("set", 0);
   if (set < 0 || set >= static_cast<int>(sets_.size())) return Status::InvalidArgument("no such set");
@@ -171,6 +173,22 @@ Result<json> Child::Alloc() {
     hashes.push_back(set_hashes);
   }
   return json{{"input_hashes", hashes}};
+}
+
+// The orchestrator's inputs again, over what calibration drew into the same buffers.
+Result<json> Child::Reupload() {
+  for (size_t s = 0; s < job_.sets.size(); ++s) {
+    for (size_t k = 0; k < job_.sets[s].inputs.size(); ++k) {
+      const TensorFile& t = job_.sets[s].inputs[k];
+      std::string bytes(t.shape.bytes(), '\0');
+      if (!t.file.empty()) {
+        KF_ASSIGN_OR_RETURN(bytes, ReadFile(dir_ / t.file));
+        if (bytes.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
+      }
+      KF_RETURN_IF_ERROR(device_->Write(sets_[s].inputs[k].buffer, bytes.data(), bytes.size()));
+    }
+  }
+  return json::object();
 }
 
 Result<json> Child::Load() {
@@ -669,6 +687,7 @@ Status Supervisor::Run() {
     Stage("calibration");
     KF_RETURN_IF_ERROR(Calibrate());
     if (failed_) return Finish();
+    if (job_.timing->fresh_inputs && !Call("upload", {{"op", "reupload"}}).ok()) return Finish();
   }
   Stage("load");
   if (!Call("load", {{"op", "load"}}).ok()) return Finish();
