@@ -582,6 +582,20 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
       return false;
     }
   }
+  // Work moved out of the timed call into the hand-over of the outputs (a reply sent before
+  // the work is done): collecting them takes far longer than it did before the candidate.
+  std::vector<double> collect = tj.value("collect_ms", std::vector<double>{});
+  double collect_null = tj.value("collect_overhead_ms", 0.0);
+  if (!collect.empty() && collect_null > 0) {
+    std::sort(collect.begin(), collect.end());
+    double median = collect[collect.size() / 2];
+    if (median > 1.5 * collect_null + 1.0 && median - collect_null > 0.25 * stats.median_ms) {
+      Finish(VerdictStatus::kSuspicious,
+             "handing over the outputs took " + std::to_string(median) + " ms (median) against " + std::to_string(collect_null) +
+                 " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");
+      return false;
+    }
+  }
   if (stats.wall_bounded)
     verdict_.warnings.push_back("the median is the supervisor's bound (" + std::to_string(stats.median_ms) + " ms: wall " +
                                 std::to_string(stats.wall_median_ms) + " ms less its overhead), above the device time the candidate's process reported (" +

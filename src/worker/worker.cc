@@ -86,7 +86,8 @@ class Child {
   Result<json> Check(int set, int which, std::string* blob);
   Result<json> Warmup(const json& cmd);
   Result<json> Prepare(const json& cmd);
-  Result<json> Go(bool null, std::string* blob);
+  Result<json> Go(bool null);
+  Result<json> Collect(std::string* blob);
   Status Poison(int set, int which);
   LaunchArgs Args(int set) const;
   Result<std::vector<std::string>> HashInputs(int set);
@@ -134,7 +135,8 @@ Result<json> Child::Handle(const json& cmd, std::string* blob) {
   }
   if (op == "warmup") return Warmup(cmd);
   if (op == "prepare") return Prepare(cmd);
-  if (op == "go") return Go(cmd.value("null", false), blob);
+  if (op == "go") return Go(cmd.value("null", false));
+  if (op == "collect") return Collect(blob);
   if (op == "precision") return json{{"precision", device_->PrecisionReport()}};
   return Status::InvalidArgument("unknown command '" + op + "'");
 }
@@ -310,19 +312,23 @@ Result<json> Child::Prepare(const json& cmd) {
   return json{{"ready", true}};
 }
 
-// One run of the prepared set (a null run before the candidate is loaded), then its outputs
-// and whether its inputs still hold what was drawn: the same path for both, so that a null
-// run measures everything but the kernel.
-Result<json> Child::Go(bool null, std::string* blob) {
+// One run of the prepared set (a null run before the candidate is loaded).
+Result<json> Child::Go(bool null) {
+  if (prepared_ < 0) return Status::InvalidArgument("nothing prepared");
+  if (!null && !loaded_) return Status::InvalidArgument("nothing loaded");
+  if (null && loaded_) return Status::InvalidArgument("null runs come before the candidate is loaded");
+  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(Args(prepared_)));  // unloaded: times nothing
+  return json{{"device_ms", t.device_ms}, {"host_ms", t.host_ms}};
+}
+
+// The last run's outputs, and whether its inputs still hold what was drawn.
+Result<json> Child::Collect(std::string* blob) {
   if (prepared_ < 0) return Status::InvalidArgument("nothing prepared");
   int set = prepared_;
   prepared_ = -1;
-  if (!null && !loaded_) return Status::InvalidArgument("nothing loaded");
-  if (null && loaded_) return Status::InvalidArgument("null runs come before the candidate is loaded");
-  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(Args(set)));  // unloaded: times nothing
   KF_ASSIGN_OR_RETURN(*blob, ReadOutputs(set));
   KF_ASSIGN_OR_RETURN(std::vector<std::string> after, HashInputs(set));
-  json reply = {{"device_ms", t.device_ms}, {"host_ms", t.host_ms}};
+  json reply = json::object();
   if (!fresh_hashes_.empty()) reply["inputs_changed"] = after != fresh_hashes_;
   return reply;
 }
@@ -492,7 +498,7 @@ int Supervisor::ChildThreads() const {
 // the supervisor's clock adds to a run's device time.
 Status Supervisor::Calibrate() {
   const TimingPlan& plan = *job_.timing;
-  std::vector<double> gaps;
+  std::vector<double> gaps, collects;
   for (int i = 0; i < plan.calibration_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
     // Exactly what a timed run's prepare does (fresh inputs, flush): what it leaves behind
@@ -501,15 +507,19 @@ Status Supervisor::Calibrate() {
     if (plan.fresh_inputs) prep["seed"] = FreshSeed();
     if (!Call("calibration", prep).ok()) return Status::Ok();
     double t0 = NowMs();
-    Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}}, OutputBytes(job_.sets[set]));
+    Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}});
     double wall = NowMs() - t0;
     if (!m.ok()) return Status::Ok();
     gaps.push_back(wall - m->head.value("device_ms", 0.0));
+    t0 = NowMs();
+    if (!Call("calibration", {{"op", "collect"}}, OutputBytes(job_.sets[set])).ok()) return Status::Ok();
+    collects.push_back(NowMs() - t0);
   }
   double med = Median(gaps);
   std::vector<double> dev;
   for (double g : gaps) dev.push_back(std::fabs(g - med));
-  result_["calibration"] = {{"overhead_ms", med}, {"overhead_mad_ms", Median(dev)}, {"runs", gaps.size()}};
+  result_["calibration"] = {{"overhead_ms", med}, {"overhead_mad_ms", Median(dev)}, {"collect_ms", Median(collects)},
+                            {"runs", gaps.size()}};
   return Save();
 }
 
@@ -552,7 +562,7 @@ Status Supervisor::Timing() {
   json warm = {{"op", "warmup"}, {"sets", plan.sets}, {"runs", plan.warmup_runs}, {"ms", plan.warmup_ms}};
   if (!Call("warm-up", warm).ok()) return Status::Ok();
   int threads_before = ChildThreads();
-  std::vector<double> device_ms, host_ms, wall_ms;
+  std::vector<double> device_ms, host_ms, wall_ms, collect_ms;
   std::vector<int> used;
   std::vector<uint64_t> seeds;
   json issues = json::array();
@@ -570,13 +580,18 @@ Status Supervisor::Timing() {
     if (plan.fresh_inputs) prep["seed"] = seed;
     if (!Call(stage, prep).ok()) return Status::Ok();
     double t0 = NowMs();
-    Result<Message> m = Call(stage, {{"op", "go"}}, OutputBytes(in));
+    Result<Message> ran = Call(stage, {{"op", "go"}});
     double wall = NowMs() - t0;
+    if (!ran.ok()) return Status::Ok();
+    t0 = NowMs();
+    Result<Message> m = Call(stage, {{"op", "collect"}}, OutputBytes(in));
+    double collect = NowMs() - t0;
     if (!m.ok()) return Status::Ok();
     if (m->blob.size() != OutputBytes(in)) return Fail(stage, "the candidate's process sent outputs of the wrong size");
-    device_ms.push_back(m->head.value("device_ms", 0.0));
-    host_ms.push_back(m->head.value("host_ms", 0.0));
+    device_ms.push_back(ran->head.value("device_ms", 0.0));
+    host_ms.push_back(ran->head.value("host_ms", 0.0));
     wall_ms.push_back(wall);
+    collect_ms.push_back(collect);
     used.push_back(set);
     seeds.push_back(seed);
     // Every timed output: written, finite, and (with fresh inputs) never another run's.
@@ -623,12 +638,13 @@ Status Supervisor::Timing() {
     }
     sample_json.push_back({{"run", s.run}, {"set", s.set}, {"seed", s.seed}, {"files", files}});
   }
-  json timing = {{"device_ms", device_ms}, {"host_ms", host_ms}, {"wall_ms", wall_ms}, {"sets_used", used},
+  json timing = {{"device_ms", device_ms}, {"host_ms", host_ms}, {"wall_ms", wall_ms}, {"collect_ms", collect_ms}, {"sets_used", used},
                  {"seeds", seeds}, {"fresh_inputs", plan.fresh_inputs}, {"issues", issues},
                  {"samples", sample_json}, {"threads_before", threads_before}, {"threads_after", ChildThreads()}};
   if (result_.contains("calibration")) {
     timing["overhead_ms"] = result_["calibration"]["overhead_ms"];
     timing["overhead_mad_ms"] = result_["calibration"]["overhead_mad_ms"];
+    timing["collect_overhead_ms"] = result_["calibration"]["collect_ms"];
   }
   result_["timing"] = timing;
   return Save();
