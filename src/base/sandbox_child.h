@@ -6,14 +6,18 @@
 // Processes of one sandboxed run, when PID namespaces are available:
 //
 //   kforge (parent)
-//     outer child   own session and process group; enters the namespaces; waits for the init
-//                   and ends the way it ended; never execs
-//       init        PID 1 of the new PID namespace; builds the private mounts; starts the
-//                   target, reaps everything, reports the target's wait status, exits when the
-//                   target ends (the kernel then kills the rest of the namespace); never execs
-//         target    rlimits, working directory, user nobody, no_new_privs, seccomp; execs
+//     outer child   fork(); own session and process group; enters the namespaces; waits for
+//                   the init and ends the way it ended; never execs
+//       init        clone(CLONE_VM | CLONE_VFORK): PID 1 of the new PID namespace; builds the
+//                   private mounts; starts the target, reaps everything, reports the target's
+//                   wait status, exits when the target ends (the kernel then kills the rest of
+//                   the namespace); never execs
+//         target    clone(CLONE_VM | CLONE_VFORK): rlimits, working directory, user nobody,
+//                   no_new_privs, seccomp; execs
 //
-// Without a PID namespace the outer child itself becomes the target.
+// The clones share the outer child's memory (no copy of a large parent's page tables); each
+// starter is suspended until its clone execs or exits. Without a PID namespace the outer child
+// itself becomes the target.
 #ifndef KFORGE_BASE_SANDBOX_CHILD_H_
 #define KFORGE_BASE_SANDBOX_CHILD_H_
 
