@@ -557,6 +557,50 @@ TEST_F(SandboxTest, GivenTheSeccompFilterPtraceIsRefused) {
   EXPECT_EQ(r.out, "child=EPERM parent=EPERM\n");
 }
 
+TEST_F(SandboxTest, GivenTheSeccompFilterPerfEventsAreRefusedUnlessAllowed) {
+  ProcessSpec spec = Spec({kHelper, "perf"});
+  spec.limits.drop_privileges = false;  // perf_event_paranoid does not stop root
+  ProcessResult r = Run(spec);
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  if (!r.seccomp) GTEST_SKIP() << "no seccomp filter here: " << Gaps(r);
+  EXPECT_EQ(r.out, "perf=EPERM\n");
+  if (geteuid() != 0) GTEST_SKIP() << "not root: perf_event_paranoid may refuse the allowed call";
+  spec.limits.allow_perf_events = true;
+  r = Run(spec);
+  EXPECT_TRUE(r.seccomp);
+  EXPECT_EQ(r.out, "perf=ok\n");
+}
+
+// A killed kforge must not leave its sandboxes running: the outer child dies with it
+// (PDEATHSIG), the init with the outer child, the namespace with the init.
+TEST_F(SandboxTest, GivenTheParentIsKilledNothingOfTheRunSurvives) {
+  const std::string token = UniqueToken();
+  const pid_t parent = fork();
+  if (parent == 0) {
+    ProcessSpec spec = Spec({kHelper, "spin", token});
+    spec.limits.wall_seconds = 30;
+    NewSandboxRunner()->Run(spec);
+    _exit(0);
+  }
+  ASSERT_GT(parent, 0);
+  bool started = false;
+  for (int i = 0; i < 500 && !started; ++i) {
+    started = !ProcessesWith(token).empty();
+    if (!started) usleep(10000);
+  }
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  ASSERT_TRUE(started) << "the sandboxed spinner never ran";
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = ProcessesWith(token).empty();
+    if (!gone) usleep(10000);
+  }
+  EXPECT_TRUE(gone) << "the sandbox outlived its parent";
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {  // orphans re-parented here (subreaper)
+  }
+}
+
 TEST_F(SandboxTest, GivenRootItRunsTheChildAsNobodyInAWritableDirectory) {
   if (geteuid() != 0) GTEST_SKIP() << "not root: there is no user to switch from";
   ProcessResult r = Run(Spec({"sh", "-c", "id -u; id -G; echo data > f"}));

@@ -15,14 +15,17 @@
 //   ptrace          PTRACE_ATTACH to a child of its own and to its parent; prints
 //                   "child=.. parent=.." (ok or the errno's name)
 //   procs           prints the process ids /proc shows, space-separated
+//   perf            perf_event_open on its own task clock; prints "perf=.." (ok or the errno)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +178,17 @@ int Ptrace() {
   return 0;
 }
 
+int Perf() {
+  perf_event_attr attr = {};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.exclude_kernel = 1;
+  const long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  printf("perf=%s\n", Outcome(static_cast<int>(fd)));
+  return 0;
+}
+
 int Procs() {
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return 2;
@@ -204,8 +218,9 @@ int main(int argc, char** argv) {
   if (mode == "sockets") return Sockets();
   if (mode == "ptrace") return Ptrace();
   if (mode == "procs") return Procs();
+  if (mode == "perf") return Perf();
   fprintf(stderr,
           "usage: sandbox_helper segv|abort|spin|oom|forkbomb|threads N|fsize B|connect P|"
-          "escape TOKEN|write PATH...|sockets|ptrace|procs\n");
+          "escape TOKEN|write PATH...|sockets|ptrace|procs|perf\n");
   return 64;
 }
