@@ -572,7 +572,9 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
   if (!w.empty() && w.size() == d.size()) {
     double clock_gap = 1e300;
     for (size_t i = 0; i < w.size(); ++i) clock_gap = std::min(clock_gap, w[i] - d[i] - stats.overhead_ms);
-    if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.value("overhead_mad_ms", 0.0) + 0.1) {
+    // The absolute margin is a loaded machine's wake-up latency (measured on this project's
+    // 2-core CI VM beside other jobs); the median bound still applies below it.
+    if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.value("overhead_mad_ms", 0.0) + 0.5) {
       Finish(VerdictStatus::kSuspicious,
              "the device time the candidate's process reported (median " + std::to_string(stats.device_median_ms) +
                  " ms) is at least " + std::to_string(clock_gap) + " ms below what the worker's supervisor clocked on every run (median " +
@@ -589,7 +591,7 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
   if (!collect.empty() && collect_null > 0) {
     std::sort(collect.begin(), collect.end());
     double median = collect[collect.size() / 2];
-    if (median > 1.5 * collect_null + 1.0 && median - collect_null > 0.25 * stats.median_ms) {
+    if (median > 1.5 * collect_null + 2.0 && median - collect_null > 0.5 * stats.median_ms) {
       Finish(VerdictStatus::kSuspicious,
              "handing over the outputs took " + std::to_string(median) + " ms (median) against " + std::to_string(collect_null) +
                  " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");
