@@ -58,7 +58,7 @@ struct MountAttr {
 // What the child's namespaces turned out to be.
 struct Namespaces {
   bool own_userns = false;  // a user namespace of its own (not root)
-  bool pid = false;         // CLONE_NEWPID + CLONE_NEWIPC: the next fork() is PID 1 there
+  bool pid = false;         // CLONE_NEWPID + CLONE_NEWIPC: the next child is PID 1 there
   bool mount = false;       // CLONE_NEWNS
   bool private_fs = false;  // the private view can be built (ids mapped where needed)
 };

@@ -3,6 +3,7 @@
 #include "base/subprocess.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,7 +17,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,9 +72,14 @@ std::vector<pid_t> ProcessesWith(const std::string& token) {
   std::error_code ec;
   for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
-    std::ifstream file(it->path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    if (cmdline.find(token) != std::string::npos) {
+    // read(), not a stream: a process that exits meanwhile fails the read with ESRCH, which
+    // libstdc++'s filebuf turns into an exception.
+    const int fd = open((it->path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buffer[4096];
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    close(fd);
+    if (n > 0 && std::string(buffer, n).find(token) != std::string::npos) {
       found.push_back(std::stoi(it->path().filename().string()));
     }
   }
