@@ -12,6 +12,7 @@
 
 #include "backend/registry.h"
 #include "base/files.h"
+#include "base/stats.h"
 #include "base/subprocess.h"
 #include "eval/compare.h"
 #include "eval/compiler.h"
@@ -96,6 +97,8 @@ class Evaluation {
   Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what);
   TimingPlan PlanTiming(size_t sets) const;
   bool CheckTimedSamples(const WorkerRun& run);
+  bool CompareTimedSamples(const WorkerRun& run, const json& samples,
+                           const std::vector<std::vector<std::vector<double>>>& refs, bool fresh);
   Result<bool> RunCandidate();
   bool ProcessEnded(const WorkerRun& run);
   bool CheckTrials(const WorkerRun& run);
@@ -513,19 +516,36 @@ bool Evaluation::CheckTimedSamples(const WorkerRun& run) {
     }
   }
   Stage("timed_reference", t0);
+  std::vector<std::vector<std::vector<double>>> refs;
+  for (Trial& t : timed) refs.push_back(std::move(t.reference));
+  return CompareTimedSamples(run, samples, refs, fresh);
+}
+
+// Each sampled timed run's outputs against refs[k], the reference for that run's inputs: the
+// first mismatch is wrong_output (gate timed_output) naming the run. Native and Python jobs.
+bool Evaluation::CompareTimedSamples(const WorkerRun& run, const json& samples,
+                                     const std::vector<std::vector<std::vector<double>>>& refs, bool fresh) {
   json checked = json::array();
-  for (size_t k = 0; k < timed.size(); ++k) {
+  for (size_t k = 0; k < samples.size(); ++k) {
     const json& s = samples[k];
-    int r = s.at("run").get<int>();
-    std::string what = "timed run " + std::to_string(r) + (fresh ? " (fresh inputs, seed " + std::to_string(timed[k].seed) + ")" : "");
-    for (size_t o = 0; o < timed[k].bound.outputs.size(); ++o) {
-      const TensorShape& shape = timed[k].bound.outputs[o];
-      Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, ""));
-      Comparison c = bytes.ok() ? CompareOutput(shape, *bytes, timed[k].reference[o], ToleranceFor(shape.dtype))
-                                : Comparison{false, bytes.status().message()};
+    const size_t set = s.value("set", size_t{0});
+    const int r = s.value("run", 0);
+    if (set >= trials_.size() || k >= refs.size()) {
+      Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
+      return false;
+    }
+    const uint64_t seed = fresh ? s.at("seed").get<uint64_t>() : 0;
+    const std::string label = "timed run " + std::to_string(r) +
+                              (fresh ? " (fresh inputs, seed " + std::to_string(seed) + ")" : " (inputs of trial " + std::to_string(set) + ")");
+    const std::vector<std::vector<double>>& ref = refs[k];
+    for (size_t o = 0; o < trials_[set].bound.outputs.size(); ++o) {
+      const TensorShape& shape = trials_[set].bound.outputs[o];
+      Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, std::string()));
+      Comparison c = bytes.ok() && o < ref.size() ? CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype))
+                                                  : Comparison{false, bytes.ok() ? "missing from the worker" : bytes.status().message()};
       if (!c.pass) {
-        verdict_.trials.push_back({{"timed_run", r}, {"seed", timed[k].seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
-        Finish(VerdictStatus::kWrongOutput, what + ": output '" + shape.name + "': " + c.reason, "timed_output");
+        verdict_.trials.push_back({{"timed_run", r}, {"seed", seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
+        Finish(VerdictStatus::kWrongOutput, label + ": output '" + shape.name + "': " + c.reason, "timed_output");
         return false;
       }
     }
@@ -1029,13 +1049,13 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
   verdict_.timing = ComputeStats(t.effective_ms, t.host_ms);
   verdict_.fingerprint["timing"] = {
       {"clock", "max(device_ms, wall_ms - overhead_ms) per run; wall_ms is the worker's supervisor's clock"},
-      {"overhead_ms", t.overhead_ms}, {"device_median_ms", MedianOf(t.device_ms)}, {"wall_median_ms", MedianOf(t.wall_ms)},
-      {"prepare_median_ms", MedianOf(t.prepare_ms)}, {"collect_median_ms", MedianOf(t.collect_ms)},
+      {"overhead_ms", t.overhead_ms}, {"device_median_ms", Median(t.device_ms)}, {"wall_median_ms", Median(t.wall_ms)},
+      {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},
       {"calibration", tj.value("calibration", json::object())}, {"fresh_inputs", tj.value("fresh_inputs", false)}};
   if (tj.contains("note")) verdict_.warnings.push_back(tj["note"].get<std::string>());
   const json issues = tj.value("issues", json::array());
   if (!issues.empty()) {
-    Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_outputs");
+    Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
     return false;
   }
   KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array())));
@@ -1056,7 +1076,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
 // time the child reports (side streams, patched timers), or preparing and collecting a run taking
 // far longer than before the candidate was loaded (work moved outside the timed call).
 bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
-  const double device = MedianOf(t.device_ms), effective = verdict_.timing->median_ms, host = verdict_.timing->host_median_ms;
+  const double device = Median(t.device_ms), effective = verdict_.timing->median_ms, host = verdict_.timing->host_median_ms;
   // On a CPU device the candidate and the supervisor share the cores: a loaded machine adds
   // milliseconds of scheduling delay to the supervisor's clock, so only far larger gaps count
   // (the time taken is max(device, wall - overhead) either way).
@@ -1065,16 +1085,16 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
   const double slack = cpu ? 20.0 : 0.1;
   std::vector<double> wall_gap;
   for (size_t i = 0; i < t.wall_ms.size(); ++i) wall_gap.push_back(t.wall_ms[i] - t.device_ms[i]);
-  const double excess = MedianOf(wall_gap) - t.overhead_ms;
+  const double excess = Median(wall_gap) - t.overhead_ms;
   if (host > 1.5 * device + gap || excess > 0.5 * device + gap) {
-    Finish(VerdictStatus::kSuspicious, "the worker's wall clock (median " + std::to_string(MedianOf(t.wall_ms)) +
+    Finish(VerdictStatus::kSuspicious, "the worker's wall clock (median " + std::to_string(Median(t.wall_ms)) +
                                            " ms, round trip " + std::to_string(t.overhead_ms) + " ms) is far above the device time the candidate's process reports (" +
                                            std::to_string(device) + " ms): work escapes the device timer (a side stream or host work) or the timers are patched", "host_time");
     return false;
   }
   struct Phase { const char* what; double median, calibrated; };
-  for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", MedianOf(t.prepare_ms), t.calibration_prepare_ms},
-                         Phase{"collecting a timed run's outputs", MedianOf(t.collect_ms), t.calibration_collect_ms}}) {
+  for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", Median(t.prepare_ms), t.calibration_prepare_ms},
+                         Phase{"collecting a timed run's outputs", Median(t.collect_ms), t.calibration_collect_ms}}) {
     if (p.median - p.calibrated > 0.5 * effective + 0.25 * p.calibrated + slack) {
       Finish(VerdictStatus::kSuspicious, std::string(p.what) + " took " + std::to_string(p.median) + " ms (median) against " +
                                              std::to_string(p.calibrated) + " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");
@@ -1094,27 +1114,14 @@ Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& sam
   std::vector<std::vector<std::vector<double>>> refs;
   if (fresh) {
     KF_ASSIGN_OR_RETURN(refs, PythonTimedReferences(samples));
-  }
-  for (size_t k = 0; k < samples.size(); ++k) {
-    const json& s = samples[k];
-    const size_t set = s.value("set", size_t{0});
-    if (set >= trials_.size()) return Status::Internal("a timed sample names set " + std::to_string(set));
-    const std::string label = "timed run " + std::to_string(s.value("run", 0)) +
-                              (fresh ? " (fresh inputs, seed " + std::to_string(s["seed"].get<uint64_t>()) + ")" : " (inputs of trial " + std::to_string(set) + ")");
-    const std::vector<std::vector<double>>& ref = fresh ? refs[k] : trials_[set].reference;
-    for (size_t o = 0; o < trials_[set].bound.outputs.size(); ++o) {
-      const TensorShape& shape = trials_[set].bound.outputs[o];
-      Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, std::string()));
-      Comparison c;
-      if (bytes.ok() && o < ref.size()) c = CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype));
-      else c.pass = false, c.reason = "missing from the worker";
-      if (!c.pass) {
-        Finish(VerdictStatus::kWrongOutput, label + ": output '" + shape.name + "': " + c.reason, "timed_outputs");
-        return false;
-      }
+  } else {
+    for (const json& smp : samples) {
+      const size_t set = smp.value("set", size_t{0});
+      if (set >= trials_.size()) return Status::Internal("a timed sample names set " + std::to_string(set));
+      refs.push_back(trials_[set].reference);
     }
   }
-  return true;
+  return CompareTimedSamples(run, samples, refs, fresh);
 }
 
 // Float64 references for sampled timed runs: a reference job whose sets carry the runs' seeds

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/files.h"
+#include "base/stats.h"
 
 namespace kforge {
 
@@ -220,12 +221,6 @@ void VerifyPythonResult(WorkerRun* run) {
 
 // --- Timing. -----------------------------------------------------------------------------------
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 Result<PythonTiming> ParsePythonTiming(const json& timing) {
   PythonTiming t;

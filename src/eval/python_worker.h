@@ -70,7 +70,6 @@ struct PythonTiming {
 // Reads result.json's `timing`; an error when its arrays are missing or of unequal lengths.
 Result<PythonTiming> ParsePythonTiming(const nlohmann::json& timing);
 // The median of `v` (0 when empty).
-double MedianOf(std::vector<double> v);
 
 // Copies a Python job's wall time and per-stage seconds into a verdict's stages as
 // "<prefix>.wall", "<prefix>.<stage>" (where the time of a judgement goes).

@@ -259,7 +259,7 @@ TEST_F(PyTorchTest, GivenACacheThatReplaysTheOutputOfOtherInputsTheIdenticalOutp
   const fs::path cheat = kKb / "candidates" / "12_cache_coarse.py";
   Verdict v = EvalAttack(cheat);
   EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
-  EXPECT_EQ(v.gate, "timed_outputs");
+  EXPECT_EQ(v.gate, "timed_output");
   EXPECT_NE(v.message.find("timed run "), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("byte-identical"), std::string::npos) << v.message;
   Verdict twin = EvalAttack(Twin(cheat));

@@ -1,5 +1,7 @@
 #include "kforge/verdict.h"
 
+#include "base/stats.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -26,7 +28,7 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
   std::vector<double> s = device_ms;
   std::sort(s.begin(), s.end());
   size_t n = s.size();
-  t.median_ms = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  t.median_ms = Median(s);
   t.min_ms = s.front();
   for (double x : s) t.mean_ms += x;
   t.mean_ms /= n;
@@ -34,11 +36,7 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
   for (double x : s) var += (x - t.mean_ms) * (x - t.mean_ms);
   t.stdev_ms = n > 1 ? std::sqrt(var / (n - 1)) : 0;
   t.cv = t.mean_ms > 0 ? t.stdev_ms / t.mean_ms : 0;
-  if (!host_ms.empty()) {
-    std::vector<double> h = host_ms;
-    std::sort(h.begin(), h.end());
-    t.host_median_ms = h.size() % 2 ? h[h.size() / 2] : 0.5 * (h[h.size() / 2 - 1] + h[h.size() / 2]);
-  }
+  t.host_median_ms = Median(host_ms);
   return t;
 }
 
@@ -47,9 +45,7 @@ TimingStats TimingFromWorker(const nlohmann::json& tj) {
   t.device_median_ms = t.median_ms;
   std::vector<double> wall = tj.value("wall_ms", std::vector<double>{});
   if (wall.empty()) return t;
-  std::sort(wall.begin(), wall.end());
-  size_t n = wall.size();
-  t.wall_median_ms = n % 2 ? wall[n / 2] : 0.5 * (wall[n / 2 - 1] + wall[n / 2]);
+  t.wall_median_ms = Median(wall);
   t.overhead_ms = tj.value("overhead_ms", 0.0);
   // The supervisor's clock also holds its own wake-up latency, which grows on a loaded
   // machine: a reported time within 5% (and 3 deviations of the null runs) of the bound is

@@ -35,6 +35,7 @@
 
 #include "backend/registry.h"
 #include "base/files.h"
+#include "base/stats.h"
 #include "base/subprocess.h"
 #include "eval/inputs.h"
 #include "worker/channel.h"
@@ -342,13 +343,6 @@ uint64_t FreshSeed() {
 }
 
 uint64_t RandomBelow(uint64_t n) { return n == 0 ? 0 : FreshSeed() % n; }
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 double CoefficientOfVariation(const std::vector<double>& xs) {
   if (xs.size() < 2) return 1.0;
