@@ -24,6 +24,22 @@ double BenchRow::Speedup(const std::string& baseline) const {
   return it->second / ms;
 }
 
+double BenchRow::ConfirmedRatio() const {
+  return confirmed.is_object() ? confirmed.value("ratio", 0.0) : 0;
+}
+
+namespace {
+
+// "1.84x [1.71, 1.97] seed": the confirmed ratio, its interval and what it was against.
+std::string ConfirmedText(const BenchRow& r) {
+  if (r.ConfirmedRatio() <= 0) return "-";
+  std::vector<double> ci = r.confirmed.value("ci", std::vector<double>{0, 0});
+  return fmt::format("{:.2f}x [{:.2f}, {:.2f}] {}", r.ConfirmedRatio(), ci.size() == 2 ? ci[0] : 0.0, ci.size() == 2 ? ci[1] : 0.0,
+                     r.confirmed.value("against", ""));
+}
+
+}  // namespace
+
 BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   BenchSummary s;
   s.problems = static_cast<int>(rows.size());
@@ -51,6 +67,15 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
     s.geomean[b] = n ? std::exp(log_sum / n) : 0;
     s.geomean_count[b] = n;
   }
+  double log_sum = 0;
+  for (const BenchRow& r : rows) {
+    if (!r.correct() || r.ConfirmedRatio() <= 0) continue;
+    ++s.confirmed;
+    log_sum += std::log(r.ConfirmedRatio());
+    std::vector<double> ci = r.confirmed.value("ci", std::vector<double>{});
+    s.confirmed_faster += ci.size() == 2 && ci[0] > 1;
+  }
+  s.confirmed_geomean = s.confirmed ? std::exp(log_sum / s.confirmed) : 0;
   return s;
 }
 
@@ -62,6 +87,7 @@ json BenchToJson(const std::vector<BenchRow>& rows, const BenchSummary& s, const
               {"torch_compile_first_call_s", r.compile_first_call_s}, {"speedups", json::object()}};
     for (const char* b : kBaselines)
       if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
+    if (!r.confirmed.is_null()) j["confirmed"] = r.confirmed;
     if (!r.verdict.is_null()) j["verdict"] = r.verdict;
     out["rows"].push_back(j);
   }
@@ -71,16 +97,19 @@ json BenchToJson(const std::vector<BenchRow>& rows, const BenchSummary& s, const
     for (const auto& [p, v] : by_p) sum["fast_p"][b][fmt::format("{:g}", p)] = v;
     sum["geomean_speedup"][b] = {{"value", s.geomean.at(b)}, {"problems", s.geomean_count.at(b)}};
   }
+  sum["confirmed"] = {{"problems", s.confirmed}, {"faster", s.confirmed_faster}, {"geomean_ratio", s.confirmed_geomean}};
   out["summary"] = sum;
   return out;
 }
 
 std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& s) {
-  bool published = false;
+  bool published = false, confirmed = false;
   for (const BenchRow& r : rows) published |= !r.published_ms.empty();
+  for (const BenchRow& r : rows) confirmed |= r.ConfirmedRatio() > 0;
   std::string t = fmt::format("{:<52} {:<14} {:>10} {:>10} {:>10} {:>8} {:>8}", "problem", "status", "kernel_ms",
                               "eager_ms", "compile_ms", "x_eager", "x_best");
   if (published) t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "pub_eager", "pub_comp", "r_eager", "r_comp");
+  if (confirmed) t += "  confirmed [interval] against";
   t += "\n";
   for (const BenchRow& r : rows) {
     auto get = [&](const std::map<std::string, double>& m, const char* k) { auto it = m.find(k); return it == m.end() ? 0.0 : it->second; };
@@ -92,6 +121,7 @@ std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& s)
       t += fmt::format(" {:>10} {:>10} {:>7} {:>7}", Ms(pe), Ms(pc), e > 0 && pe > 0 ? fmt::format("{:.2f}", e / pe) : "-",
                        c > 0 && pc > 0 ? fmt::format("{:.2f}", c / pc) : "-");
     }
+    if (confirmed) t += "  " + ConfirmedText(r);
     t += "\n";
     if (!r.correct() && r.status != "baselines" && !r.message.empty()) t += "    " + r.message.substr(0, 200) + "\n";
     if (r.verdict.is_object())
@@ -108,6 +138,9 @@ std::string BenchTable(const std::vector<BenchRow>& rows, const BenchSummary& s)
     t += fmt::format("{:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} ({})\n", b, f.at(0), f.at(1), f.at(1.5), f.at(2),
                      s.geomean.at(b), s.geomean_count.at(b));
   }
+  if (s.confirmed > 0)
+    t += fmt::format("confirmed: {} problems, geomean ratio {:.3f}, {} faster (interval above 1)\n", s.confirmed,
+                     s.confirmed_geomean, s.confirmed_faster);
   return t;
 }
 

@@ -6,7 +6,8 @@
 // problems in the suite that are correct and faster than the baseline by more than p
 // (fast_0 is the share correct). The geometric mean runs over correct problems that have that
 // baseline. Baselines: torch_eager, torch_compile and torch_best (the faster of the two per
-// problem).
+// problem). Beside them, each row's confirmed ratio (re-timed interleaved against torch_best or
+// the seed) with its interval.
 #ifndef KFORGE_REPORT_BENCH_REPORT_H_
 #define KFORGE_REPORT_BENCH_REPORT_H_
 
@@ -28,6 +29,10 @@ struct BenchRow {
   std::map<std::string, double> published_ms;  // published_eager, published_compile (--published)
   double compile_first_call_s = 0;          // torch.compile's first call (compilation), seconds
   nlohmann::json verdict;                   // the whole verdict, when there is one
+  // The confirmation against the baseline (a Confirmation's JSON: against, ratio, ci, rounds, ...),
+  // null when none ran.
+  nlohmann::json confirmed;
+  double ConfirmedRatio() const;            // 0 without a confirmation
   bool correct() const { return status == "correct"; }
   // baseline / candidate, 0 when either is missing.
   double Speedup(const std::string& baseline) const;
@@ -40,6 +45,10 @@ struct BenchSummary {
   std::map<std::string, std::map<double, double>> fast_p;  // baseline -> p -> share
   std::map<std::string, double> geomean;                   // baseline -> geometric mean speedup
   std::map<std::string, int> geomean_count;                // problems in each geometric mean
+  // Correct problems with a confirmation: how many, the geometric mean of their confirmed
+  // ratios, and how many were confirmed faster (the interval above 1).
+  int confirmed = 0, confirmed_faster = 0;
+  double confirmed_geomean = 0;
 };
 
 BenchSummary Summarize(const std::vector<BenchRow>& rows);
