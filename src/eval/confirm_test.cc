@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "eval/python_worker.h"
 #include "kforge/eval.h"
 
 namespace kforge {
@@ -276,6 +277,50 @@ TEST_F(ConfirmSandboxTest, GivenABaselineNameOnANativeProblemItSaysWhatIsNeeded)
   Result<std::unique_ptr<KernelTimer>> t = NewKernelTimer(Scale(), {"eager", "", "torch_eager"}, Options(), *runner_);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("PyTorch problem"), std::string::npos) << t.status().ToString();
+}
+
+// On a PyTorch problem (KernelBench's 12_Gemm at its quick sizes, on the CPU) the contender can be
+// a baseline, timed by the Python worker, and the candidate a ModelNew or a native kernel.
+class ConfirmPyTorchTest : public ConfirmSandboxTest {
+ protected:
+  void SetUp() override {
+    setenv("KFORGE_TORCH_DEVICE", "cpu", 1);
+    Result<nlohmann::json> probe = ProbePython(*runner_);
+    if (!probe.ok() || probe->contains("error"))
+      GTEST_SKIP() << "no Python with PyTorch (" << (probe.ok() ? probe->value("error", "") : probe.status().message())
+                   << "); scripts/setup installs it";
+  }
+  Result<Confirmation> AgainstEager(const std::string& backend, const fs::path& candidate) {
+    Result<Problem> p = LoadProblem(kData / "kernelbench" / "12_Gemm_Multiply_LeakyReLU.py");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    EvalOptions o = Options();
+    o.backend = backend;
+    o.quick = true;
+    o.timeout_seconds = 120;
+    ConfirmOptions co;
+    co.rounds = 2;
+    co.budget_ms = 30;
+    co.min_runs = 3;
+    return Confirm(*p, {"candidate", candidate, ""}, {"torch_eager", "", "torch_eager"}, o, co, *runner_);
+  }
+};
+
+TEST_F(ConfirmPyTorchTest, GivenAModelNewAgainstTheEagerBaselineBothAreTimedInTheirOwnJobs) {
+  Result<Confirmation> c = AgainstEager("pytorch", kData / "kernelbench" / "candidates" / "12_torch_ops.py");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->ok()) << c->Summary() << " " << c->failure.dump();
+  EXPECT_EQ(c->rounds, 2);
+  EXPECT_EQ(c->against, "torch_eager");
+  EXPECT_GT(c->ratio, 0);
+  EXPECT_EQ(c->against_ms.size(), 2u);
+}
+
+TEST_F(ConfirmPyTorchTest, GivenANativeKernelOnAPyTorchProblemItIsConfirmedAgainstEager) {
+  Result<Confirmation> c = AgainstEager("cpp", kData / "kernelbench" / "candidates" / "12_native.cc");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->ok()) << c->Summary() << " " << c->failure.dump();
+  EXPECT_EQ(c->rounds, 2);
+  EXPECT_GT(c->ratio, 0);
 }
 
 }  // namespace

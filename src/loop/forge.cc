@@ -315,7 +315,8 @@ Status ForgeRun::Challenge(int64_t number, int64_t incumbent) {
   if (seed >= 0 && seed != h) cs.push_back(t->Compare(static_cast<size_t>(c), static_cast<size_t>(seed)));
   KF_RETURN_IF_ERROR(RecordConfirmation(number, cs, lost_to));
   KF_RETURN_IF_ERROR(Reload());
-  Progress("confirm", challenger, ConfirmLabel(challenger) + (lost_to > 0 ? " stays behind: " : " is the new best: ") + cs.front().Summary());
+  if (!cs.empty())
+    Progress("confirm", challenger, ConfirmLabel(challenger) + (lost_to > 0 ? " stays behind: " : " is the new best: ") + cs.front().Summary());
   return Status::Ok();
 }
 
