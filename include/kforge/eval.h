@@ -74,7 +74,11 @@ struct ConfirmSubject {
 
 struct ConfirmOptions {
   int rounds = 5;           // rounds of ABBA (each subject timed twice per round)
-  double budget_ms = 300;   // timing budget of each job (EvalOptions::budget_ms of the judgement: 2000)
+  // Timing budget of each job (a judgement's: 2000). The worker stops after 3 runs once twice
+  // the budget is spent, and the supervisor-clock gate needs runs to tell a loaded machine
+  // from a forged timer: at 300 ms a 20 ms matmul got 4 runs and half its jobs were flagged
+  // on a loaded machine, at 1000 ms 10 runs and none.
+  double budget_ms = 1000;
   int min_runs = 10;        // timed runs per job at least (as in a judgement)
   int timed_checks = 1;     // timed outputs per job checked against the reference (a judgement: 3)
   double confidence = 0.9;  // of the bootstrap interval

@@ -12,7 +12,6 @@
 #include "base/subprocess.h"
 #include "eval/compare.h"
 #include "eval/compiler.h"
-#include "eval/confirm.h"
 #include "eval/inputs.h"
 #include "eval/python_worker.h"
 #include "eval/static_check.h"
@@ -125,8 +124,6 @@ class Evaluation {
 
  private:
   Result<TimingStats> TimePyTorchBaseline(const std::string& name);
-
- private:
   void Finish(VerdictStatus s, const std::string& message, const std::string& gate = "") {
     verdict_.status = s;
     verdict_.message = message;

@@ -279,13 +279,13 @@ ForgeOptions LoopOptions(const std::string& model) {
   return o;
 }
 
-// Confirmation on flat_scale: three rounds of short jobs.
+// Confirmation on flat_scale: three rounds of shorter jobs than the default.
 ForgeOptions ConfirmingOptions(const std::string& model) {
   ForgeOptions o = LoopOptions(model);
   o.problem = kFlatProblem.string();
   o.confirm = true;
   o.confirm_options.rounds = 3;
-  o.confirm_options.budget_ms = 30;
+  o.confirm_options.budget_ms = 250;  // enough runs per job for the supervisor-clock gate
   o.confirm_options.min_runs = 10;
   return o;
 }
