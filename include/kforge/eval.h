@@ -11,9 +11,12 @@
 #define KFORGE_EVAL_H_
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kforge/problem.h"
 #include "kforge/status.h"
@@ -65,6 +68,81 @@ Result<Verdict> Evaluate(const Problem& problem, const std::filesystem::path& ca
 // (baselines "torch_eager", "torch_compile", "torch_best"), judging no candidate. The verdict's
 // status is correct when they ran; failures of a baseline are warnings.
 Result<Verdict> MeasureBaselines(const Problem& problem, const EvalOptions& options, ProcessRunner& runner);
+
+// --- Confirmed speedups (docs/evaluation.md, "Confirmed speedups") ---------------------------
+
+// A kernel to re-time: a source file for EvalOptions::backend, or, on a PyTorch problem, a
+// baseline ("torch_eager" or "torch_compile").
+struct ConfirmSubject {
+  std::string label;             // how reports name it: "candidate", "seed", "attempt 7", ...
+  std::filesystem::path source;  // empty for a baseline
+  std::string baseline;          // empty for a source
+};
+
+struct ConfirmOptions {
+  int rounds = 5;           // rounds of ABBA (each subject timed twice per round)
+  // Timing budget of each job (a judgement's: 2000). The worker stops after 3 runs once twice
+  // the budget is spent, and the supervisor-clock gate needs runs to tell a loaded machine
+  // from a forged timer: at 300 ms a 20 ms matmul got 4 runs and half its jobs were flagged
+  // on a loaded machine, at 1000 ms 10 runs and none.
+  double budget_ms = 1000;
+  int min_runs = 10;        // timed runs per job at least (as in a judgement)
+  int timed_checks = 1;     // timed outputs per job checked against the reference (a judgement: 3)
+  double confidence = 0.9;  // of the bootstrap interval
+  int resamples = 2000;     // bootstrap resamples
+  uint64_t seed = 1;        // of the bootstrap: the same times give the same interval
+};
+
+// Times one kernel again and again without its check trials. Creating it runs the gates up to
+// the reference of two input sets (static check, compile, reference); each Time() is then one
+// sandboxed worker job: fresh inputs for every timed run, outputs poisoned, the cache flushed,
+// the supervisor's clock, and a random sample of timed outputs checked against the reference,
+// exactly as in a judgement. Time() returns a correct verdict with `timing`, or the verdict of
+// what failed (a gate at creation, a wrong timed output, a crash); a non-OK Status when the
+// timing itself could not happen. Not thread-safe; one timer per thread.
+class KernelTimer {
+ public:
+  virtual ~KernelTimer() = default;
+  virtual Result<Verdict> Time() = 0;
+};
+
+// `options` as for Evaluate; the timer keeps its own copies of `problem` and `options`.
+// REQUIRES: `runner` outlives the timer.
+Result<std::unique_ptr<KernelTimer>> NewKernelTimer(const Problem& problem, const ConfirmSubject& subject,
+                                                    const EvalOptions& options, ProcessRunner& runner);
+
+// The times of one interleaved confirmation of several kernels.
+struct InterleavedTimes {
+  std::vector<std::string> labels;           // the subjects, in order
+  std::vector<std::vector<double>> job_ms;   // per subject: each job's median, two per round
+  int rounds = 0;                            // rounds completed
+  int failed = -1;                           // the subject whose timing failed, or -1
+  std::optional<Verdict> failure;            // its verdict
+  double seconds = 0;                        // wall time, preparation included
+  ConfirmOptions options;
+
+  // Subject `a` against subject `b` over the completed rounds.
+  Confirmation Compare(size_t a, size_t b) const;
+};
+
+using KernelTimerFactory = std::function<Result<std::unique_ptr<KernelTimer>>(const ConfirmSubject&)>;
+
+// Re-times `subjects` interleaved: each round times them in order and then in reverse (for two,
+// A B B A), every timing its own job, so that drift of the machine (clocks, other load) hits
+// every subject alike. A subject that fails (at preparation or in any job) ends the
+// confirmation: `failed` and `failure` say which and how. Budget per job and rounds from
+// `confirm`; everything else from `options`. A non-OK Status when a timing could not happen.
+// REQUIRES: at least two subjects.
+Result<InterleavedTimes> ConfirmInterleaved(const Problem& problem, const std::vector<ConfirmSubject>& subjects,
+                                        const EvalOptions& options, const ConfirmOptions& confirm,
+                                        ProcessRunner& runner);
+// The same with timers from `make` (tests: fake timers).
+Result<InterleavedTimes> ConfirmInterleaved(const std::vector<ConfirmSubject>& subjects, const ConfirmOptions& confirm,
+                                        const KernelTimerFactory& make);
+
+// A against B, ABBA: ConfirmInterleaved({a, b}).Compare(0, 1).
+Result<Confirmation> Confirm(const Problem& problem, const ConfirmSubject& a, const ConfirmSubject& b,
+                             const EvalOptions& options, const ConfirmOptions& confirm, ProcessRunner& runner);
 
 // Peaks of a backend's device, both kinds (docs/evaluation.md, section 4):
 //  - achievable: measured by kforge's peak kernels once and cached per device fingerprint;

@@ -44,6 +44,36 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
 TimingStats TimingFromWorker(const nlohmann::json& timing);
 nlohmann::json TimingToJson(const TimingStats& t);
 
+// A speedup confirmed by re-timing two kernels interleaved (docs/evaluation.md, "Confirmed
+// speedups"): in each of `rounds` rounds each kernel is timed twice (ABBA), each timing its own
+// sandboxed worker job; a round's ratio is median(B's two) / median(A's two), so above 1 means
+// A (the candidate) is faster than B (`against`). `ratio` is the median over the rounds and
+// [ci_low, ci_high] a percentile-bootstrap interval of that median (`method` says which).
+struct Confirmation {
+  std::string candidate;                 // A: "candidate", "attempt 7", ...
+  std::string against;                   // B: "seed", "attempt 3", "torch_eager", ...
+  int rounds = 0;                        // rounds completed
+  std::vector<double> ratios;            // per round
+  std::vector<double> candidate_ms, against_ms;  // per round: the median of each side's two jobs
+  double ratio = 0;                      // median of `ratios`
+  double ci_low = 0, ci_high = 0;
+  double confidence = 0.9;
+  std::string method;
+  double seconds = 0;                    // wall time of the confirmation that measured it
+  // A kernel whose confirmation timing failed (a timed output wrong, a crash): its label, and
+  // that job's verdict as JSON. Then the ratio and interval cover only the rounds before it.
+  std::string failed;
+  nlohmann::json failure;
+
+  bool ok() const { return failed.empty() && rounds > 0; }
+  // "faster" when the interval lies above 1, "slower" when below, else "tied".
+  std::string Outcome() const;
+  // One line: "2.31x over seed, 90% CI [2.10, 2.52], 5 rounds (faster)".
+  std::string Summary() const;
+  nlohmann::json ToJson() const;
+  static Confirmation FromJson(const nlohmann::json& j);  // missing fields stay at their defaults
+};
+
 struct Verdict {
   VerdictStatus status = VerdictStatus::kRuntimeError;
   std::string message;             // one line: why this status
@@ -71,6 +101,7 @@ struct Verdict {
   nlohmann::json resources = nlohmann::json::object();  // per-kernel registers, spills, smem (cuda)
   nlohmann::json profile = nlohmann::json::object();    // --profile: ncu metrics (advisory)
   nlohmann::json sanitizer = nlohmann::json::object();  // --sanitize: compute-sanitizer (advisory)
+  std::vector<Confirmation> confirmed;  // re-timings against baselines or rivals (ConfirmInterleaved)
 
   bool correct() const { return status == VerdictStatus::kCorrect; }
   nlohmann::json ToJson() const;

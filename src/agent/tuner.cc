@@ -108,4 +108,18 @@ std::optional<TuneConfig> CoordinateSearch::Next() {
   return std::nullopt;
 }
 
+int PickConfirmed(const InterleavedTimes& times, size_t reference, int exclude) {
+  int pick = -1;
+  double best = 0;
+  for (size_t i = 0; i < times.labels.size(); ++i) {
+    if (static_cast<int>(i) == exclude) continue;
+    double r = times.Compare(i, reference).ratio;
+    if (pick < 0 || r > best) {
+      pick = static_cast<int>(i);
+      best = r;
+    }
+  }
+  return pick;
+}
+
 }  // namespace kforge

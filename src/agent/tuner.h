@@ -10,6 +10,10 @@
 // parameter with the others fixed, keeps the best, moves to the next parameter, and repeats
 // passes until a pass improves nothing (at most three passes). Configurations that fail
 // (compile error, wrong output) count as evaluated and are skipped.
+//
+// The minimum of single noisy measurements favours the luckiest configuration, not the fastest
+// (the winner's curse): the search's result is only a short list. The loop re-times the
+// fastest few with a confirmation (kforge/eval.h) and picks by confirmed ratio (PickConfirmed).
 #ifndef KFORGE_AGENT_TUNER_H_
 #define KFORGE_AGENT_TUNER_H_
 
@@ -19,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/eval.h"
 #include "kforge/status.h"
 
 namespace kforge {
@@ -70,6 +75,12 @@ class CoordinateSearch {
   std::optional<double> best_ms_;
   std::map<TuneConfig, std::optional<double>> results_;
 };
+
+// The confirmed pick among the subjects of `times`: the highest confirmed ratio over subject
+// `reference` (the seed; without one, the fastest single measurement, whose ratio over itself
+// is 1), leaving out subject `exclude` (the seed; -1 for none); ties go to the lower index.
+// -1 when no subject is left.
+int PickConfirmed(const InterleavedTimes& times, size_t reference, int exclude);
 
 }  // namespace kforge
 

@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "cli/commands.h"
 #include "kforge/eval.h"
@@ -27,10 +28,12 @@ struct BenchFlags {
   std::vector<std::string> sizes;
   std::vector<std::string> precision;     // --precision as given: names, comma-separated lists
   std::vector<PrecisionPolicy> policies;  // parsed from `precision`; empty: each problem's own
-  bool baselines_only = false, optimize = false, no_baselines = false, skip_missing = false;
+  bool baselines_only = false, optimize = false, no_baselines = false, skip_missing = false,
+       no_confirm = false;
   int jobs = 1, iterations = 3;
   std::string model;
   EvalOptions options;
+  ConfirmOptions confirm;
 };
 
 // Problem key: the file stem ("12_Gemm_Multiply_LeakyReLU") or a bundled problem's folder name.
@@ -75,8 +78,45 @@ BenchRow RowFromVerdict(const std::string& key, const Verdict& v) {
   r.ms = v.timing ? v.timing->median_ms : 0;
   for (const auto& [name, t] : v.baselines) r.baseline_ms[name] = t.median_ms;
   r.compile_first_call_s = v.stages.value("torch_compile_first_call", 0.0);
+  if (!v.confirmed.empty()) r.confirmed = v.confirmed[0].ToJson();
   r.verdict = v.ToJson();
   return r;
+}
+
+// What a judged candidate is confirmed against: on a PyTorch problem torch_best, that is the
+// faster of eager and torch.compile in the judgement; otherwise the problem's seed for the
+// backend. Empty (with the reason in *why) when there is none.
+ConfirmSubject Contender(const Problem& p, const Verdict& v, const std::string& backend, std::string* why) {
+  if (p.format == ProblemFormat::kPyTorch) {
+    auto eager = v.baselines.find("torch_eager"), compiled = v.baselines.find("torch_compile");
+    if (eager == v.baselines.end() && compiled == v.baselines.end()) { *why = "no PyTorch baseline was timed"; return {}; }
+    bool compile_wins = compiled != v.baselines.end() && (eager == v.baselines.end() || compiled->second.median_ms < eager->second.median_ms);
+    std::string name = compile_wins ? "torch_compile" : "torch_eager";
+    return {"torch_best (" + name + ")", "", name};
+  }
+  auto seed = p.seeds.find(backend);
+  if (seed == p.seeds.end()) { *why = "the problem has no seed for " + backend; return {}; }
+  Result<std::string> text = ReadFile(seed->second);
+  if (text.ok() && HashHex(*text) == v.candidate_hash) { *why = "the candidate is the seed"; return {}; }
+  return {"seed", seed->second, ""};
+}
+
+// The judged candidate re-timed interleaved with its contender (docs/bench.md). A candidate that
+// fails there takes the failure's verdict: fast_p counts only kernels that stay correct.
+void ConfirmCandidate(const BenchFlags& f, const Problem& p, const fs::path& candidate, const EvalOptions& o,
+                      ProcessRunner& runner, Verdict& v) {
+  std::string why;
+  ConfirmSubject against = Contender(p, v, o.backend, &why);
+  if (against.label.empty()) { v.warnings.push_back("not confirmed: " + why); return; }
+  Result<InterleavedTimes> t = ConfirmInterleaved(p, {{"candidate", candidate, ""}, against}, o, f.confirm, runner);
+  if (!t.ok()) { v.warnings.push_back("not confirmed: " + t.status().message()); return; }
+  v.confirmed.push_back(t->Compare(0, 1));
+  v.stages["confirm"] = t->seconds;
+  if (t->failed == 0) {
+    v.status = t->failure->status;
+    v.message = "failed in confirmation: " + t->failure->message;
+    v.gate = t->failure->gate;
+  }
 }
 
 // One problem under one policy (`precision` unset: the problem's own).
@@ -135,6 +175,8 @@ BenchRow BenchOne(const BenchFlags& f, const fs::path& file,
     }
   }
   if (!v.ok()) { row.status = "error"; row.message = v.status().message(); return row; }
+  if (!f.baselines_only && !f.no_confirm && v->correct() && !v->candidate.empty())
+    ConfirmCandidate(f, *p, v->candidate, o, runner, *v);
   row = RowFromVerdict(key, *v);
   if (f.baselines_only) row.status = "baselines";
   return row;
@@ -233,6 +275,9 @@ int RunBench(BenchFlags& f) {
                  {"sizes", f.options.sizes},
                  {"published", f.published},
                  {"precision", precision},
+                 {"confirm", f.no_confirm || f.baselines_only
+                                 ? json(false)
+                                 : json({{"rounds", f.confirm.rounds}, {"budget_ms", f.confirm.budget_ms}})},
                  {"wall_seconds", seconds},
                  {"kforge", "0.1.0"}};
     std::string text = BenchToJson(passes, meta).dump(1);
@@ -276,6 +321,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--size", f->sizes, "Override a size constant where a problem has it: --size batch_size=64");
   cmd->add_flag("--quick", f->options.quick, "Small sizes (PyTorch problems: integer constants >= 256 divided by 16)");
   cmd->add_flag("--no-baselines", f->no_baselines, "Do not time baselines (speedups and fast_p need them)");
+  cmd->add_flag("--no-confirm", f->no_confirm, "Do not confirm each correct candidate against its baseline (quick runs)");
+  cmd->add_option("--confirm-rounds", f->confirm.rounds, "Confirmation: ABBA rounds per problem (default 5)");
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");

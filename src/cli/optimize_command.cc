@@ -23,6 +23,7 @@ struct LoopFlags {
   int64_t run_id = 0;
   int64_t attempt = 0;
   bool json = false;
+  bool no_confirm = false;
 };
 
 Result<std::unique_ptr<RunStore>> OpenStore() { return RunStore::Open(WorkspaceDir() / "runs.db"); }
@@ -41,8 +42,11 @@ void PrintSummary(const ForgeSummary& s, bool offline) {
   if (s.seed_ms > 0) fmt::print("  seed     {:.4f} ms\n", s.seed_ms);
   if (s.best_attempt > 0) {
     fmt::print("  best     {:.4f} ms (attempt {}), SOL {:.1f}%", s.best_ms, s.best_attempt, s.sol_percent);
-    if (s.seed_ms > 0) fmt::print(", {:.2f}x over the seed", s.seed_ms / s.best_ms);
-    fmt::print("\n  kernel   {}\n", s.best_path.string());
+    if (s.seed_ms > 0) fmt::print(", {:.2f}x over the seed (single runs)", s.seed_ms / s.best_ms);
+    fmt::print("\n");
+    for (const Confirmation& c : s.confirmed) fmt::print("  confirmed {}\n", c.Summary());
+    if (s.confirm_seconds > 0) fmt::print("  confirmation took {:.1f} s\n", s.confirm_seconds);
+    fmt::print("  kernel   {}\n", s.best_path.string());
   } else {
     fmt::print("  no correct kernel\n");
   }
@@ -116,6 +120,8 @@ int Show(const LoopFlags& f) {
     json v = json::parse(a->verdict_json.empty() ? "{}" : a->verdict_json, nullptr, false);
     fmt::print("--- verdict ---\n{}\n", f.json ? v.dump(1) : v.value("message", ""));
     if (!f.json) fmt::print("{}", DescribePrecision(v.value("precision", json::object()), ""));
+    if (!f.json)
+      for (const json& c : v.value("confirmed", json::array())) fmt::print("confirmed {}\n", Confirmation::FromJson(c).Summary());
     Result<std::vector<LlmCallRow>> calls = (*store)->LlmCalls(f.run_id);
     for (const LlmCallRow& c : calls.ok() ? *calls : std::vector<LlmCallRow>{}) {
       if (c.attempt != a->number) continue;
@@ -134,8 +140,15 @@ int Show(const LoopFlags& f) {
                          t->attempts, t->correct, t->llm_calls, t->input_tokens, t->output_tokens, t->cost_usd, t->stage_seconds);
   Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
   fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10} {:>7}  {}\n", "#", "phase", "iter", "state", "status", "median_ms", "SOL%", "params");
-  for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{})
-    fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10.4f} {:>7.1f}  {}\n", a.number, a.phase, a.iteration, a.state, a.status, a.median_ms, a.sol_percent, a.params_json);
+  for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{}) {
+    json v = json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json, nullptr, false);
+    std::string mark = !v.is_object() ? "" : v.value("confirmed_pick", false) ? " (confirmed pick)"
+                       : v.contains("confirmation_lost_to") ? fmt::format(" (lost to {} in confirmation)", v["confirmation_lost_to"].get<int64_t>())
+                                                            : "";
+    fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10.4f} {:>7.1f}  {}{}\n", a.number, a.phase, a.iteration, a.state, a.status, a.median_ms, a.sol_percent, a.params_json, mark);
+    if (a.number == run->best_attempt && v.is_object())
+      for (const json& c : v.value("confirmed", json::array())) fmt::print("       best, confirmed {}\n", Confirmation::FromJson(c).Summary());
+  }
   Result<std::vector<RecommendationRow>> recs = (*store)->Recommendations(run->id);
   for (const RecommendationRow& r : recs.ok() ? *recs : std::vector<RecommendationRow>{})
     fmt::print("recommendation for attempt {} ({}): {}\n", r.attempt, r.source, r.json);
@@ -184,7 +197,11 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
                   "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "
                   "kernelbench (default: the problem's, else strict)");
   AddBudgetFlags(opt, f.get());
+  opt->add_flag("--no-confirm", f->no_confirm, "Pick and report by single measurements, without confirmation (quick runs)");
+  opt->add_option("--confirm-rounds", f->options.confirm_options.rounds, "Confirmation: ABBA rounds (default 5)");
+  opt->add_option("--confirm-top", f->options.confirm_top, "Offline tuner: configurations re-timed by confirmation (default 3)");
   opt->callback([f, exit_code] {
+    f->options.confirm = !f->no_confirm;
     Result<std::optional<PrecisionPolicy>> precision = ParsePrecisionFlag(f->precision);
     if (!precision.ok()) {
       fmt::print(stderr, "kforge optimize: {}\n", precision.status().message());

@@ -134,8 +134,12 @@ class Evaluation {
 
  public:
   Result<Verdict> RunBaselinesOnly();
+  // KernelTimer (timing only, no check trials): prepare once, then time again and again.
+  Status PrepareTimer(const std::string& baseline);
+  Result<Verdict> TimeOnce();
 
  private:
+  Result<TimingStats> TimePyTorchBaseline(const std::string& name);
   void Finish(VerdictStatus s, const std::string& message, const std::string& gate = "") {
     verdict_.status = s;
     verdict_.message = message;
@@ -164,6 +168,11 @@ class Evaluation {
   std::string torch_device_;       // "cpu" or "cuda:N" for Python jobs
   Problem described_;              // PyTorch problems: the problem with the tensors the reference reported
   json py_sets_ = json::array();   // PyTorch problems: per trial seed, magnitude, overrides, hashes, outputs
+  // KernelTimer: no check trials; the verdict as preparation left it; a PyTorch baseline to time.
+  bool timing_only_ = false;
+  bool timer_ready_ = false;
+  Verdict prepared_;
+  std::string timer_baseline_;
 };
 
 bool Evaluation::StaticGate() {
@@ -434,6 +443,7 @@ bool Evaluation::ProcessEnded(const WorkerRun& run) {
 }
 
 bool Evaluation::CheckTrials(const WorkerRun& run) {
+  if (timing_only_) return true;  // a KernelTimer's jobs run no check trials
   // Threads may appear on the first call (an OpenMP pool); any growth after that is work
   // that outlives the call.
   int first = run.result.value("threads_after_first_run", 0), after = run.result.value("threads_after_checks", 0);
@@ -657,7 +667,7 @@ Result<bool> Evaluation::RunCandidate() {
   program_source_ = files.program_source;
   for (size_t t = 0; t < trials_.size(); ++t) {
     job.sets.push_back(SetFor(trials_[t].bound, false, trials_[t].magnitude));
-    job.checks.push_back(static_cast<int>(t));
+    if (!timing_only_) job.checks.push_back(static_cast<int>(t));
     files.inputs.push_back(trials_[t].inputs);
   }
   if (options_.timing) job.timing = PlanTiming(trials_.size());
@@ -989,7 +999,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
   job["candidate"] = "candidate.py";
   job["entry"] = source_.find("class ModelNew") != std::string::npos ? "ModelNew" : backend_->python_hosted ? backend_->entry : "kf_run";
   job["checks"] = json::array();
-  for (size_t t = 0; t < trials_.size(); ++t) job["checks"].push_back(t);
+  for (size_t t = 0; t < trials_.size() && !timing_only_; ++t) job["checks"].push_back(t);
   if (options_.timing) job["timing"] = PythonTimingPlan(trials_.size());
   job["lock_file"] = PythonLockFile();
   PythonJobFiles files;
@@ -1224,6 +1234,103 @@ Result<Verdict> Evaluation::RunBaselinesOnly() {
   return verdict_;
 }
 
+// --- KernelTimer: timing only (confirmation, docs/evaluation.md "Confirmed speedups"). -------
+
+// The gates up to the reference of the timed input sets, once: static check, compile,
+// trials (the caller's options ask for two seeds and no hidden sizes), reference. A kernel that
+// fails a gate here keeps that verdict; TimeOnce returns it.
+Status Evaluation::PrepareTimer(const std::string& baseline) {
+  timing_only_ = true;
+  timer_baseline_ = baseline;
+  backend_ = FindBackend(options_.backend);
+  if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
+  verdict_.problem = problem_.name;
+  verdict_.backend = backend_->name;
+  if (baseline.empty()) {
+    KF_ASSIGN_OR_RETURN(source_, ReadFile(candidate_));
+    verdict_.candidate = candidate_.string();
+    verdict_.candidate_hash = HashHex(source_);
+    python_candidate_ = backend_->python_hosted || candidate_.extension() == ".py";
+    if (!StaticGate()) return Status::Ok();
+  } else if (baseline != "torch_eager" && baseline != "torch_compile") {
+    return Status::InvalidArgument("unknown baseline '" + baseline + "' to time; known: torch_eager, torch_compile");
+  } else {
+    python_candidate_ = true;  // as in RunBaselinesOnly: no native inputs are needed
+    verdict_.candidate = baseline;
+  }
+  KF_RETURN_IF_ERROR(StartPython());
+  if (!baseline.empty() && !pytorch_)
+    return Status::InvalidArgument("baseline '" + baseline + "' needs a PyTorch problem; '" + problem_.name + "' is not one");
+  if (baseline.empty()) {
+    KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
+    if (!compiled) return Status::Ok();
+  }
+  if (pytorch_) {
+    KF_RETURN_IF_ERROR(PreparePyTorch());
+  } else {
+    KF_RETURN_IF_ERROR(PrepareTrials());
+    KF_RETURN_IF_ERROR(ComputeReference());
+  }
+  timer_ready_ = true;
+  prepared_ = verdict_;
+  return Status::Ok();
+}
+
+// One timed job, its timed outputs checked (CheckTiming), and the speed-of-light gate.
+Result<Verdict> Evaluation::TimeOnce() {
+  if (!timer_ready_) return verdict_;
+  verdict_ = prepared_;
+  if (!timer_baseline_.empty()) {
+    KF_ASSIGN_OR_RETURN(TimingStats t, TimePyTorchBaseline(timer_baseline_));
+    verdict_.timing = t;
+    Finish(VerdictStatus::kCorrect, "timed (" + timer_baseline_ + " baseline)");
+    return verdict_;
+  }
+  KF_ASSIGN_OR_RETURN(bool passed, python_candidate_ ? RunPythonCandidate() : RunCandidate());
+  if (!passed) return verdict_;
+  Finish(VerdictStatus::kCorrect, "timed without check trials (confirmation)");
+  KF_RETURN_IF_ERROR(SpeedOfLight());
+  return verdict_;
+}
+
+// One PyTorch baseline's timing job (PyTorchBaselines times both for a judgement).
+Result<TimingStats> Evaluation::TimePyTorchBaseline(const std::string& name) {
+  json job = PythonJob("baseline");
+  job["baseline"] = name == "torch_eager" ? "eager" : "compile";
+  job["timing"] = PythonTimingPlan(trials_.size());
+  job["lock_file"] = PythonLockFile();
+  job.erase("interpret");
+  PythonJobFiles files;
+  files.copies["problem.py"] = problem_.path;
+  KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, PythonLimits()));
+  AddPythonStages("python_" + name, run, &verdict_.stages);
+  Status failed = Status::Ok();
+  if (!run.finished() || run.result.contains("error") || !run.result.contains("timing"))
+    failed = Status::Internal(name + " baseline failed: " +
+                              run.result.value("error", json::object()).value("message", run.process.Describe()).substr(0, 400));
+  TimingStats t;
+  if (failed.ok()) {
+    const json& tj = run.result["timing"];
+    t = ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+  }
+  Cleanup(run);
+  if (!failed.ok()) return failed;
+  return t;
+}
+
+class EvaluationTimer final : public KernelTimer {
+ public:
+  EvaluationTimer(const Problem& p, const ConfirmSubject& s, const EvalOptions& o, ProcessRunner& r)
+      : problem_(p), options_(o), evaluation_(problem_, s.source, options_, r) {}
+  Status Prepare(const std::string& baseline) { return evaluation_.PrepareTimer(baseline); }
+  Result<Verdict> Time() override { return evaluation_.TimeOnce(); }
+
+ private:
+  const Problem problem_;     // evaluation_ holds references to these two
+  const EvalOptions options_;
+  Evaluation evaluation_;
+};
+
 Result<Verdict> Evaluation::Run() {
   backend_ = FindBackend(options_.backend);
   if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
@@ -1272,6 +1379,20 @@ Result<Verdict> Evaluate(const Problem& problem, const fs::path& candidate, cons
                          ProcessRunner& runner) {
   Evaluation e(problem, candidate, options, runner);
   return e.Run();
+}
+
+// Two timed input sets and nothing beyond the timing: no hidden sizes, baselines or reports.
+Result<std::unique_ptr<KernelTimer>> NewKernelTimer(const Problem& problem, const ConfirmSubject& subject,
+                                                    const EvalOptions& options, ProcessRunner& runner) {
+  EvalOptions o = options;
+  o.seeds = 2;
+  o.hidden_sizes = false;
+  o.baselines = false;
+  o.timing = true;
+  o.profile = o.sanitize = o.racecheck = false;
+  auto timer = std::make_unique<EvaluationTimer>(problem, subject, o, runner);
+  KF_RETURN_IF_ERROR(timer->Prepare(subject.baseline));
+  return std::unique_ptr<KernelTimer>(std::move(timer));
 }
 
 }  // namespace kforge

@@ -85,6 +85,54 @@ std::string FloorBasis(const nlohmann::json& t) {
 
 }  // namespace
 
+std::string Confirmation::Outcome() const {
+  if (rounds == 0) return "unmeasured";
+  return ci_low > 1 ? "faster" : ci_high < 1 ? "slower" : "tied";
+}
+
+std::string Confirmation::Summary() const {
+  if (rounds == 0) return fmt::format("against {}: not measured ({} failed)", against, failed.empty() ? "nothing" : failed);
+  std::string s = fmt::format("{:.2f}x over {}, {:.0f}% CI [{:.2f}, {:.2f}], {} rounds ({})", ratio, against,
+                              100 * confidence, ci_low, ci_high, rounds, Outcome());
+  if (!failed.empty()) s += "; then " + failed + " failed: " + failure.value("message", std::string());
+  return s;
+}
+
+nlohmann::json Confirmation::ToJson() const {
+  nlohmann::json j = {{"candidate", candidate}, {"against", against}, {"rounds", rounds}, {"ratio", ratio},
+                      {"ci", {ci_low, ci_high}}, {"confidence", confidence}, {"ratios", ratios},
+                      {"candidate_ms", candidate_ms}, {"against_ms", against_ms}, {"method", method},
+                      {"seconds", seconds}, {"outcome", Outcome()}};
+  if (!failed.empty()) {
+    j["failed"] = failed;
+    j["failure"] = failure;
+  }
+  return j;
+}
+
+Confirmation Confirmation::FromJson(const nlohmann::json& j) {
+  Confirmation c;
+  if (!j.is_object()) return c;
+  c.candidate = j.value("candidate", "");
+  c.against = j.value("against", "");
+  c.rounds = j.value("rounds", 0);
+  c.ratio = j.value("ratio", 0.0);
+  std::vector<double> ci = j.value("ci", std::vector<double>{});
+  if (ci.size() == 2) {
+    c.ci_low = ci[0];
+    c.ci_high = ci[1];
+  }
+  c.confidence = j.value("confidence", c.confidence);
+  c.ratios = j.value("ratios", std::vector<double>{});
+  c.candidate_ms = j.value("candidate_ms", std::vector<double>{});
+  c.against_ms = j.value("against_ms", std::vector<double>{});
+  c.method = j.value("method", "");
+  c.seconds = j.value("seconds", 0.0);
+  c.failed = j.value("failed", "");
+  c.failure = j.value("failure", nlohmann::json());
+  return c;
+}
+
 nlohmann::json Verdict::ToJson() const {
   nlohmann::json j = {{"schema", "kforge.verdict/1"},
                       {"status", VerdictStatusName(status)},
@@ -116,6 +164,10 @@ nlohmann::json Verdict::ToJson() const {
   for (const auto& [name, t] : baselines) b[name] = TimingToJson(t);
   j["baselines"] = b;
   j["speedups"] = speedups;
+  if (!confirmed.empty()) {
+    j["confirmed"] = nlohmann::json::array();
+    for (const Confirmation& c : confirmed) j["confirmed"].push_back(c.ToJson());
+  }
   return j;
 }
 
@@ -146,6 +198,7 @@ std::string Verdict::Summary() const {
     s += fmt::format("  vs {:<9} {:.4f} ms  speedup {:.2f}x\n", name, t.median_ms,
                      it == speedups.end() ? 0.0 : it->second);
   }
+  for (const Confirmation& c : confirmed) s += "  confirmed " + c.Summary() + "\n";
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
   if (!compiler_output.empty() && status == VerdictStatus::kCompileError) s += compiler_output + "\n";
   return s;

@@ -2,9 +2,11 @@
 // code for a new run and for a resumed one.
 #include "loop/forge.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
 
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
@@ -34,6 +36,21 @@ std::string MainExtension(const std::string& backend) {
 
 bool IsCorrect(const AttemptRow& a) { return a.state == "done" && a.status == "correct" && a.median_ms > 0; }
 
+json VerdictOf(const AttemptRow& a) {
+  json v = json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json, nullptr, false);
+  return v.is_object() ? v : json::object();
+}
+
+// A kernel that lost a confirmation against the best of its time is never the best: its single
+// faster measurement was noise (docs/loop.md). The key is written compactly by the loop itself,
+// so a plain search finds it (inside a JSON string the quote before the colon is escaped).
+bool LostConfirmation(const AttemptRow& a) {
+  return a.verdict_json.find("\"confirmation_lost_to\":") != std::string::npos &&
+         VerdictOf(a).contains("confirmation_lost_to");
+}
+
+std::string ConfirmLabel(const AttemptRow& a) { return a.phase == "seed" ? "seed" : "attempt " + std::to_string(a.number); }
+
 class ForgeRun {
  public:
   ForgeRun(ForgeOptions o, ForgeDeps& d, RunRow run) : options_(std::move(o)), deps_(d), run_(std::move(run)) {}
@@ -57,6 +74,14 @@ class ForgeRun {
   Status Optimize();
   Result<Recommendation> Analyse(AttemptRow best);
   Status Tune();
+  // Confirmation (forge.h, docs/loop.md).
+  Result<std::optional<InterleavedTimes>> ConfirmAttempts(std::vector<AttemptRow>& kernels);
+  Status RecordConfirmation(int64_t number, const std::vector<Confirmation>& cs, int64_t lost_to, bool pick = false);
+  Status FailInConfirmation(int64_t number, const Verdict& failure);
+  Status Challenge(int64_t number, int64_t incumbent);
+  Status ConfirmTop();
+  Status ConfirmBestAgainstSeed();
+  const AttemptRow* SeedAttempt() const;
   GenerationContext BaseContext(const std::string& task);
   std::string Memory() const;
   Result<ForgeSummary> Finalize(const std::string& status, const std::string& reason);
@@ -94,7 +119,7 @@ Status ForgeRun::Reload() {
   KF_ASSIGN_OR_RETURN(totals_, deps_.store->Totals(run_.id));
   best_ = nullptr;
   for (const AttemptRow& a : attempts_)
-    if (IsCorrect(a) && (!best_ || a.median_ms < best_->median_ms)) best_ = &a;
+    if (IsCorrect(a) && !LostConfirmation(a) && (!best_ || a.median_ms < best_->median_ms)) best_ = &a;
   return Status::Ok();
 }
 
@@ -174,6 +199,7 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   a.source_hash = HashHex(a.source + a.extra_files_json);
   KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
   Progress(a.phase, a, "evaluating attempt " + std::to_string(a.number));
+  const int64_t incumbent = best_ ? best_->number : -1;
   double t0 = Now();
   EvalOptions eo = options_.eval;
   eo.backend = options_.backend;
@@ -190,6 +216,170 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
   KF_RETURN_IF_ERROR(Reload());
   Progress(a.phase, a, "attempt " + std::to_string(a.number) + ": " + a.status + (a.median_ms > 0 ? " " + std::to_string(a.median_ms) + " ms" : ""));
+  // The tuner confirms its top configurations once its search is over (ConfirmTop).
+  if (a.phase != "seed" && a.phase != "tune") KF_RETURN_IF_ERROR(Challenge(a.number, incumbent));
+  return Status::Ok();
+}
+
+const AttemptRow* ForgeRun::SeedAttempt() const {
+  for (const AttemptRow& a : attempts_)
+    if (a.phase == "seed" && IsCorrect(a)) return &a;
+  return nullptr;
+}
+
+// Re-times `kernels` interleaved. A kernel that fails in confirmation is recorded as failed
+// (the seed is only left out) and the rest are confirmed again; `kernels` ends up holding the
+// ones that were timed. nullopt when fewer than two remain.
+Result<std::optional<InterleavedTimes>> ForgeRun::ConfirmAttempts(std::vector<AttemptRow>& kernels) {
+  EvalOptions eo = options_.eval;
+  eo.backend = options_.backend;
+  while (kernels.size() >= 2) {
+    std::vector<ConfirmSubject> subjects;
+    std::string names;
+    for (const AttemptRow& k : kernels) {
+      fs::path main;
+      KF_RETURN_IF_ERROR(WriteFiles(k, &main));  // the artifacts may have been cleaned since
+      subjects.push_back({ConfirmLabel(k), main, ""});
+      names += (names.empty() ? "" : ", ") + ConfirmLabel(k);
+    }
+    Progress("confirm", kernels[0], "confirming " + names);
+    KF_ASSIGN_OR_RETURN(InterleavedTimes t, ConfirmInterleaved(problem_, subjects, eo, options_.confirm_options, *deps_.runner));
+    KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, kernels[0].number, "confirm", t.seconds}));
+    if (t.failed < 0) return std::optional<InterleavedTimes>(std::move(t));
+    const AttemptRow failed = kernels[static_cast<size_t>(t.failed)];
+    Progress("confirm", failed, ConfirmLabel(failed) + " failed in confirmation: " + t.failure->message);
+    if (failed.phase != "seed") KF_RETURN_IF_ERROR(FailInConfirmation(failed.number, *t.failure));
+    kernels.erase(kernels.begin() + t.failed);
+  }
+  return std::optional<InterleavedTimes>();
+}
+
+// Appends confirmations to an attempt's verdict (store and verdict.json); `lost_to` marks it as
+// beaten by that attempt; `pick` marks the tuner's confirmed choice.
+Status ForgeRun::RecordConfirmation(int64_t number, const std::vector<Confirmation>& cs, int64_t lost_to, bool pick) {
+  KF_ASSIGN_OR_RETURN(AttemptRow a, deps_.store->GetAttempt(run_.id, number));
+  json v = VerdictOf(a);
+  if (!v.contains("confirmed") || !v["confirmed"].is_array()) v["confirmed"] = json::array();
+  for (const Confirmation& c : cs) v["confirmed"].push_back(c.ToJson());
+  if (lost_to > 0) v["confirmation_lost_to"] = lost_to;
+  if (pick) v["confirmed_pick"] = true;
+  a.verdict_json = v.dump();
+  fs::path main;
+  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
+  return deps_.store->UpdateAttempt(a);
+}
+
+// A correct kernel must stay correct in confirmation: the failing job's verdict becomes the
+// attempt's (the judgement's verdict stays beside it, under "judged").
+Status ForgeRun::FailInConfirmation(int64_t number, const Verdict& failure) {
+  KF_ASSIGN_OR_RETURN(AttemptRow a, deps_.store->GetAttempt(run_.id, number));
+  json judged = VerdictOf(a), v = failure.ToJson();
+  v["message"] = "failed in confirmation: " + failure.message;
+  v["judged"] = judged;
+  a.status = VerdictStatusName(failure.status);
+  a.median_ms = 0;
+  a.verdict_json = v.dump();
+  fs::path main;
+  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
+  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  return Reload();
+}
+
+// Attempt `number` measured faster than `incumbent`, the best before it: it becomes the best
+// only if its confirmed ratio over the incumbent is above 1. Confirmed against the seed too.
+Status ForgeRun::Challenge(int64_t number, int64_t incumbent) {
+  if (!options_.confirm || !best_ || best_->number != number || incumbent <= 0 || incumbent == number) return Status::Ok();
+  KF_ASSIGN_OR_RETURN(AttemptRow challenger, deps_.store->GetAttempt(run_.id, number));
+  KF_ASSIGN_OR_RETURN(AttemptRow held, deps_.store->GetAttempt(run_.id, incumbent));
+  std::vector<AttemptRow> kernels = {challenger, held};
+  if (const AttemptRow* seed = SeedAttempt(); seed && seed->number != incumbent) kernels.push_back(*seed);
+  KF_ASSIGN_OR_RETURN(std::optional<InterleavedTimes> t, ConfirmAttempts(kernels));
+  if (!t) return Reload();
+  auto index = [&](int64_t n) {
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (kernels[i].number == n) return static_cast<int>(i);
+    return -1;
+  };
+  int c = index(number), h = index(incumbent), seed = -1;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (kernels[i].phase == "seed") seed = static_cast<int>(i);
+  if (c < 0) return Reload();  // the challenger failed in confirmation
+  std::vector<Confirmation> cs;
+  int64_t lost_to = -1;
+  if (h >= 0) {
+    cs.push_back(t->Compare(static_cast<size_t>(c), static_cast<size_t>(h)));
+    if (cs.back().ratio <= 1) lost_to = incumbent;
+  }
+  if (seed >= 0 && seed != h) cs.push_back(t->Compare(static_cast<size_t>(c), static_cast<size_t>(seed)));
+  KF_RETURN_IF_ERROR(RecordConfirmation(number, cs, lost_to));
+  KF_RETURN_IF_ERROR(Reload());
+  if (!cs.empty())
+    Progress("confirm", challenger, ConfirmLabel(challenger) + (lost_to > 0 ? " stays behind: " : " is the new best: ") + cs.front().Summary());
+  return Status::Ok();
+}
+
+// The tuner's choice: its `confirm_top` fastest configurations (single measurements) are
+// re-timed together with the seed, and the best confirmed ratio over the seed wins (over the
+// fastest single measurement when there is no seed). Once per run: a resumed run that finds the
+// pick keeps it.
+Status ForgeRun::ConfirmTop() {
+  if (!options_.confirm) return Status::Ok();
+  std::vector<AttemptRow> top;
+  for (const AttemptRow& a : attempts_) {
+    if (a.phase != "tune") continue;
+    if (VerdictOf(a).contains("confirmed_pick")) return Status::Ok();
+    if (IsCorrect(a) && !LostConfirmation(a)) top.push_back(a);
+  }
+  std::stable_sort(top.begin(), top.end(), [](const AttemptRow& x, const AttemptRow& y) { return x.median_ms < y.median_ms; });
+  if (top.size() > static_cast<size_t>(std::max(options_.confirm_top, 1))) top.resize(static_cast<size_t>(std::max(options_.confirm_top, 1)));
+  std::vector<AttemptRow> kernels = top;
+  if (const AttemptRow* seed = SeedAttempt()) kernels.insert(kernels.begin(), *seed);
+  KF_ASSIGN_OR_RETURN(std::optional<InterleavedTimes> t, ConfirmAttempts(kernels));
+  if (!t) return Reload();
+  int seed = kernels[0].phase == "seed" ? 0 : -1;
+  int winner = PickConfirmed(*t, 0, seed);
+  if (winner < 0) return Reload();
+  // The others first: a run killed in between finds no pick and confirms again.
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (static_cast<int>(i) == seed || static_cast<int>(i) == winner) continue;
+    std::vector<Confirmation> cs;
+    if (seed >= 0) cs.push_back(t->Compare(i, 0));
+    cs.push_back(t->Compare(i, static_cast<size_t>(winner)));
+    KF_RETURN_IF_ERROR(RecordConfirmation(kernels[i].number, cs, kernels[static_cast<size_t>(winner)].number));
+  }
+  std::vector<Confirmation> cs;
+  const size_t w = static_cast<size_t>(winner);
+  // A seed whose single measurement beat the pick, but which is confirmed slower, is not the best.
+  if (seed >= 0 && t->Compare(w, 0).ratio > 1 && kernels[0].median_ms < kernels[w].median_ms)
+    KF_RETURN_IF_ERROR(RecordConfirmation(kernels[0].number, {t->Compare(0, w)}, kernels[w].number));
+  if (seed >= 0) cs.push_back(t->Compare(w, 0));
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (static_cast<int>(i) != seed && i != w) cs.push_back(t->Compare(w, i));
+  KF_RETURN_IF_ERROR(RecordConfirmation(kernels[w].number, cs, -1, true));
+  KF_RETURN_IF_ERROR(Reload());
+  if (!cs.empty()) Progress("confirm", kernels[w], ConfirmLabel(kernels[w]) + " picked: " + cs.front().Summary());
+  return Status::Ok();
+}
+
+// Before a speedup is reported: the best against the seed, unless that was confirmed already.
+// A best that fails there hands over to the next one, which is confirmed in its turn.
+Status ForgeRun::ConfirmBestAgainstSeed() {
+  for (int tries = 0; options_.confirm && tries < 3 && best_; ++tries) {
+    const AttemptRow* seed = SeedAttempt();
+    if (!seed || seed->number == best_->number) return Status::Ok();
+    for (const json& c : VerdictOf(*best_).value("confirmed", json::array()))
+      if (c.value("against", "") == "seed") return Status::Ok();
+    const int64_t best = best_->number;
+    std::vector<AttemptRow> kernels = {*best_, *seed};
+    KF_ASSIGN_OR_RETURN(std::optional<InterleavedTimes> t, ConfirmAttempts(kernels));
+    if (t) {
+      KF_RETURN_IF_ERROR(RecordConfirmation(best, {t->Compare(0, 1)}, -1));
+      return Reload();
+    }
+    if (best_ && best_->number == best) return Status::Ok();  // the seed failed: nothing to confirm against
+  }
   return Status::Ok();
 }
 
@@ -437,6 +627,7 @@ Status ForgeRun::Tune() {
       KF_RETURN_IF_ERROR(EvaluateAttempt(a));
       search.Report(*cfg, IsCorrect(a) ? std::optional<double>(a.median_ms) : std::nullopt);
     }
+    KF_RETURN_IF_ERROR(ConfirmTop());
     if (best_) KF_RETURN_IF_ERROR(Analyse(*best_).status());
     return Status::Ok();
   }
@@ -476,6 +667,7 @@ Status ForgeRun::FinishPending() {
 
 Result<ForgeSummary> ForgeRun::Finalize(const std::string& status, const std::string& reason) {
   KF_RETURN_IF_ERROR(Reload());
+  KF_RETURN_IF_ERROR(ConfirmBestAgainstSeed());
   ForgeSummary s;
   s.run_id = run_.id;
   s.status = status;
@@ -484,7 +676,10 @@ Result<ForgeSummary> ForgeRun::Finalize(const std::string& status, const std::st
   s.attempts = static_cast<int64_t>(attempts_.size());
   s.evaluations_exhaustive = static_cast<int64_t>(exhaustive_);
   for (const AttemptRow& a : attempts_) s.tune_evaluations += a.phase == "tune";
+  KF_ASSIGN_OR_RETURN(std::vector<StageRow> stages, deps_.store->Stages(run_.id));
+  for (const StageRow& st : stages) s.confirm_seconds += st.stage == "confirm" ? st.seconds : 0;
   if (best_) {
+    for (const json& c : VerdictOf(*best_).value("confirmed", json::array())) s.confirmed.push_back(Confirmation::FromJson(c));
     s.best_attempt = best_->number;
     s.best_ms = best_->median_ms;
     s.sol_percent = best_->sol_percent;
@@ -545,6 +740,8 @@ json ForgeOptions::ToJson() const {
           {"max_seconds", max_seconds}, {"sol_target", sol_target}, {"patience", patience},
           {"instructions", instructions}, {"context_files", context_files}, {"deny", deny},
           {"transfer_file", transfer_file}, {"transfer_backend", transfer_backend},
+          {"confirm", {{"enabled", confirm}, {"top", confirm_top}, {"rounds", confirm_options.rounds},
+                       {"budget_ms", confirm_options.budget_ms}, {"min_runs", confirm_options.min_runs}}},
           {"eval", {{"sizes", eval.sizes}, {"quick", eval.quick}, {"seeds", eval.seeds}, {"budget_ms", eval.budget_ms},
                     {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
                     {"min_runs", eval.min_runs}, {"max_runs", eval.max_runs},
@@ -571,6 +768,12 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.deny = j.value("deny", std::vector<std::string>{});
   o.transfer_file = j.value("transfer_file", "");
   o.transfer_backend = j.value("transfer_backend", "");
+  json c = j.value("confirm", json::object());
+  o.confirm = c.value("enabled", o.confirm);
+  o.confirm_top = c.value("top", o.confirm_top);
+  o.confirm_options.rounds = c.value("rounds", o.confirm_options.rounds);
+  o.confirm_options.budget_ms = c.value("budget_ms", o.confirm_options.budget_ms);
+  o.confirm_options.min_runs = c.value("min_runs", o.confirm_options.min_runs);
   json e = j.value("eval", json::object());
   o.eval.sizes = e.value("sizes", std::map<std::string, int64_t>{});
   o.eval.quick = e.value("quick", false);

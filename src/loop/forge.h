@@ -6,6 +6,10 @@
 //   optimize    profile the best kernel -> analyst recommendation -> N candidates -> evaluate;
 //               a broken candidate goes back through functional repair; keep the best
 //   offline     without an LLM: the rule-based analyst and the tuner (agent/tuner.h)
+//   confirm     a kernel that measured faster than the best is re-timed against it (and the
+//               seed) interleaved (ConfirmInterleaved) and becomes the best only when the
+//               confirmed ratio says it is faster; the tuner confirms its top configurations
+//               and picks by confirmed ratio; the final best is confirmed against the seed
 //
 // Runs are resumable: all state is derived from the store (docs/run-store.md), so after a
 // kill -9, ResumeRun continues with nothing lost and nothing counted twice.
@@ -48,6 +52,9 @@ struct ForgeOptions {
   std::string transfer_file;     // a working kernel for another backend
   std::string transfer_backend;
   EvalOptions eval;
+  bool confirm = true;           // confirmation of new bests and of the tuner's top configurations
+  int confirm_top = 3;           // tuner: configurations re-timed by confirmation
+  ConfirmOptions confirm_options;
 
   nlohmann::json ToJson() const;
   static ForgeOptions FromJson(const nlohmann::json& j);
@@ -70,6 +77,8 @@ struct ForgeSummary {
   std::filesystem::path best_path;   // the best kernel's main file, or empty
   int64_t attempts = 0, evaluations_exhaustive = 0;
   int64_t tune_evaluations = 0;      // offline mode: configurations evaluated
+  std::vector<Confirmation> confirmed;  // the best kernel's confirmations (against the seed first)
+  double confirm_seconds = 0;        // wall time spent confirming, this run
   RunTotals totals;
 };
 

@@ -6,7 +6,9 @@
 // continue with `kforge resume`.
 //
 // The fixture problem is testdata/repeat_scale (y = scale * x + shift, no seed); the scripted
-// answers are the files in testdata/answers.
+// answers are the files in testdata/answers. Confirmation is specified on testdata/flat_scale
+// (section 5), whose kernels take about a millisecond: repeat_scale's take microseconds, which
+// a loaded machine's scheduling latency can dwarf in the many short jobs of a confirmation.
 #include "loop/forge.h"
 
 #include <fcntl.h>
@@ -53,6 +55,7 @@ using nlohmann::json;
 
 const fs::path kData = KFORGE_LOOP_TESTDATA;
 const fs::path kProblem = kData / "repeat_scale";
+const fs::path kFlatProblem = kData / "flat_scale";
 
 std::string ReadAnswer(const std::string& name) {
   return llm::testing::ReadFile(kData / "answers" / name);
@@ -272,8 +275,22 @@ ForgeOptions LoopOptions(const std::string& model) {
   o.eval.timeout_seconds = 30;
   o.eval.memory_bytes = 2ull << 30;
   o.eval.baselines = false;
+  o.confirm = false;  // sections 1-4 specify the search, the repairs and resume; 5 confirmation
   return o;
 }
+
+// Confirmation on flat_scale: three rounds of shorter jobs than the default.
+ForgeOptions ConfirmingOptions(const std::string& model) {
+  ForgeOptions o = LoopOptions(model);
+  o.problem = kFlatProblem.string();
+  o.confirm = true;
+  o.confirm_options.rounds = 3;
+  o.confirm_options.budget_ms = 250;  // enough runs per job for the supervisor-clock gate
+  o.confirm_options.min_runs = 10;
+  return o;
+}
+
+json VerdictJson(const AttemptRow& a) { return json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json); }
 
 // Below llm::testing::TestRoot(), which the llm test environment searches for the API key when
 // the program ends.
@@ -895,6 +912,97 @@ TEST(ForgeOptionsTest, GivenAPrecisionPolicyItSurvivesTheRecordedConfiguration) 
 TEST(ForgeOptionsTest, GivenAConfigurationWithoutAPolicyItIsLeftToTheProblem) {
   EXPECT_FALSE(ForgeOptions::FromJson(ForgeOptions().ToJson()).eval.precision.has_value());
   EXPECT_FALSE(ForgeOptions::FromJson({{"eval", {{"quick", true}}}}).eval.precision.has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5: confirmation.
+// ---------------------------------------------------------------------------------------------
+
+// flat_scale's configurations are one kernel: the minimum of their single measurements is the
+// luckiest run. The tuner re-times its top three with the seed, picks by confirmed ratio, and
+// the best it reports carries that confirmed ratio over the seed (about 2: the seed does the
+// work twice).
+TEST_F(ForgeLoopTest, GivenNoisyNearIdenticalConfigurationsTheReportedBestCarriesAConfirmedRatio) {
+  Workspace w("confirm-tune");
+  ForgeDeps deps = w.Deps(nullptr, nullptr);
+  Result<ForgeSummary> s = StartRun(ConfirmingOptions(""), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_GT(s->best_attempt, 0);
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_GE(attempts.size(), 4u) << "the seed and at least three configurations";
+  EXPECT_EQ(attempts[0].phase, "seed");
+
+  // The summary: confirmed against the seed first, then against the other two.
+  ASSERT_EQ(s->confirmed.size(), 3u);
+  const Confirmation& vs_seed = s->confirmed[0];
+  EXPECT_EQ(vs_seed.against, "seed");
+  EXPECT_EQ(vs_seed.candidate, "attempt " + std::to_string(s->best_attempt));
+  EXPECT_EQ(vs_seed.rounds, 3) << vs_seed.Summary();
+  EXPECT_LE(vs_seed.ci_low, vs_seed.ratio);
+  EXPECT_GE(vs_seed.ci_high, vs_seed.ratio);
+  EXPECT_GT(vs_seed.ratio, 1.2) << vs_seed.Summary();
+  EXPECT_LT(vs_seed.ratio, 4.0) << vs_seed.Summary();
+  EXPECT_GT(s->confirm_seconds, 0);
+
+  // The store: the pick, and the top configurations it beat, each with its confirmations.
+  std::vector<const AttemptRow*> tune;
+  for (const AttemptRow& a : attempts)
+    if (a.phase == "tune" && a.status == "correct") tune.push_back(&a);
+  std::sort(tune.begin(), tune.end(), [](const AttemptRow* x, const AttemptRow* y) { return x->median_ms < y->median_ms; });
+  int picked = 0, beaten = 0;
+  for (size_t i = 0; i < tune.size() && i < 3; ++i) {
+    json v = VerdictJson(*tune[i]);
+    ASSERT_TRUE(v.contains("confirmed")) << "attempt " << tune[i]->number;
+    EXPECT_EQ(v["confirmed"][0].value("against", ""), "seed");
+    if (tune[i]->number == s->best_attempt) {
+      ++picked;
+      EXPECT_TRUE(v.value("confirmed_pick", false));
+    } else {
+      ++beaten;
+      EXPECT_EQ(v.value("confirmation_lost_to", int64_t{-1}), s->best_attempt);
+    }
+  }
+  EXPECT_EQ(picked, 1);
+  EXPECT_EQ(beaten, 2);
+  Result<std::vector<StageRow>> stages = w.store->Stages(s->run_id);
+  ASSERT_TRUE(stages.ok());
+  double confirm = 0;
+  for (const StageRow& st : *stages) confirm += st.stage == "confirm" ? st.seconds : 0;
+  EXPECT_NEAR(confirm, s->confirm_seconds, 1e-9);
+  Result<RunRow> run = w.store->GetRun(s->run_id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->best_attempt, s->best_attempt);
+  ExpectArtifacts(w, s->run_id, attempts);
+}
+
+// With a model: a candidate that measures faster than the best (here the seed) is confirmed
+// against it before it becomes the best, and the speedup reported is the confirmed one.
+TEST_F(ForgeLoopTest, GivenAFasterCandidateItBecomesTheBestOnlyThroughConfirmation) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {ReadAnswer("analyst.json"), CodeAnswer("flat_one_pass.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("confirm-loop");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(ConfirmingOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].phase, "seed");
+  EXPECT_EQ(attempts[1].phase, "optimize");
+  ASSERT_EQ(attempts[1].status, "correct");
+  json v = VerdictJson(attempts[1]);
+  ASSERT_TRUE(v.contains("confirmed")) << v.dump();
+  Confirmation vs_seed = Confirmation::FromJson(v["confirmed"][0]);
+  EXPECT_EQ(vs_seed.against, "seed");
+  EXPECT_EQ(vs_seed.rounds, 3);
+  // One pass against two: confirmed faster, so it is the best, and no second confirmation
+  // against the seed is needed at the end.
+  EXPECT_GT(vs_seed.ratio, 1.2) << vs_seed.Summary();
+  EXPECT_FALSE(v.contains("confirmation_lost_to"));
+  EXPECT_EQ(s->best_attempt, 2);
+  ASSERT_EQ(s->confirmed.size(), 1u);
+  EXPECT_DOUBLE_EQ(s->confirmed[0].ratio, vs_seed.ratio);
+  ExpectArtifacts(w, s->run_id, attempts);
 }
 
 }  // namespace

@@ -24,6 +24,22 @@ double BenchRow::Speedup(const std::string& baseline) const {
   return it->second / ms;
 }
 
+double BenchRow::ConfirmedRatio() const {
+  return confirmed.is_object() ? confirmed.value("ratio", 0.0) : 0;
+}
+
+namespace {
+
+// "1.84x [1.71, 1.97] seed": the confirmed ratio, its interval and what it was against.
+std::string ConfirmedText(const BenchRow& r) {
+  if (r.ConfirmedRatio() <= 0) return "-";
+  std::vector<double> ci = r.confirmed.value("ci", std::vector<double>{0, 0});
+  return fmt::format("{:.2f}x [{:.2f}, {:.2f}] {}", r.ConfirmedRatio(), ci.size() == 2 ? ci[0] : 0.0, ci.size() == 2 ? ci[1] : 0.0,
+                     r.confirmed.value("against", ""));
+}
+
+}  // namespace
+
 BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   BenchSummary s;
   s.problems = static_cast<int>(rows.size());
@@ -51,6 +67,15 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
     s.geomean[b] = n ? std::exp(log_sum / n) : 0;
     s.geomean_count[b] = n;
   }
+  double log_sum = 0;
+  for (const BenchRow& r : rows) {
+    if (!r.correct() || r.ConfirmedRatio() <= 0) continue;
+    ++s.confirmed;
+    log_sum += std::log(r.ConfirmedRatio());
+    std::vector<double> ci = r.confirmed.value("ci", std::vector<double>{});
+    s.confirmed_faster += ci.size() == 2 && ci[0] > 1;
+  }
+  s.confirmed_geomean = s.confirmed ? std::exp(log_sum / s.confirmed) : 0;
   return s;
 }
 
@@ -69,6 +94,7 @@ json RowToJson(const BenchRow& r) {
             {"speedups", json::object()}};
   for (const char* b : kBaselines)
     if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
+  if (!r.confirmed.is_null()) j["confirmed"] = r.confirmed;
   if (!r.verdict.is_null()) j["verdict"] = r.verdict;
   return j;
 }
@@ -80,6 +106,9 @@ json SummaryToJson(const BenchSummary& s) {
     for (const auto& [p, v] : by_p) sum["fast_p"][b][fmt::format("{:g}", p)] = v;
     sum["geomean_speedup"][b] = {{"value", s.geomean.at(b)}, {"problems", s.geomean_count.at(b)}};
   }
+  sum["confirmed"] = {{"problems", s.confirmed},
+                      {"faster", s.confirmed_faster},
+                      {"geomean_ratio", s.confirmed_geomean}};
   return sum;
 }
 
@@ -136,6 +165,7 @@ std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published)
     const BenchRow& r = p.rows[i];
     if (!r.correct() && r.status != "baselines" && !r.message.empty())
       t += "    [" + p.precision + "] " + r.message.substr(0, 200) + "\n";
+    if (r.ConfirmedRatio() > 0) t += "    [" + p.precision + "] confirmed " + ConfirmedText(r) + "\n";
   }
   if (b.verdict.is_object())
     for (const json& w : b.verdict.value("warnings", json::array()))
@@ -154,6 +184,9 @@ std::string SummarySection(const BenchPass& p) {
     t += fmt::format("{:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} ({})\n", b, f.at(0), f.at(1), f.at(1.5), f.at(2),
                      s.geomean.at(b), s.geomean_count.at(b));
   }
+  if (s.confirmed > 0)
+    t += fmt::format("confirmed: {} problems, geomean ratio {:.3f}, {} faster (interval above 1)\n", s.confirmed,
+                     s.confirmed_geomean, s.confirmed_faster);
   return t;
 }
 

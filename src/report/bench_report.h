@@ -10,6 +10,8 @@
 //
 // A bench may run the suite under several precision policies (docs/evaluation.md); each is one
 // BenchPass with its own rows and summary, reported as its own columns and summary section.
+// Beside the single-run figures, each row's confirmed ratio (re-timed interleaved against
+// torch_best or the seed) with its interval.
 #ifndef KFORGE_REPORT_BENCH_REPORT_H_
 #define KFORGE_REPORT_BENCH_REPORT_H_
 
@@ -32,6 +34,10 @@ struct BenchRow {
   double compile_first_call_s = 0;          // torch.compile's first call (compilation), seconds
   std::string precision;                    // the policy it was judged under; "" when nothing was
   nlohmann::json verdict;                   // the whole verdict, when there is one
+  // The confirmation against the baseline (a Confirmation's JSON: against, ratio, ci, rounds, ...),
+  // null when none ran.
+  nlohmann::json confirmed;
+  double ConfirmedRatio() const;            // 0 without a confirmation
   bool correct() const { return status == "correct"; }
   // baseline / candidate, 0 when either is missing.
   double Speedup(const std::string& baseline) const;
@@ -44,6 +50,10 @@ struct BenchSummary {
   std::map<std::string, std::map<double, double>> fast_p;  // baseline -> p -> share
   std::map<std::string, double> geomean;                   // baseline -> geometric mean speedup
   std::map<std::string, int> geomean_count;                // problems in each geometric mean
+  // Correct problems with a confirmation: how many, the geometric mean of their confirmed
+  // ratios, and how many were confirmed faster (the interval above 1).
+  int confirmed = 0, confirmed_faster = 0;
+  double confirmed_geomean = 0;
 };
 
 // The suite judged under one precision policy.

@@ -48,6 +48,25 @@ TEST(BenchSummaryTest, FastPCountsCorrectProblemsFasterThanPOverAllProblems) {
   EXPECT_EQ(s.geomean_count["torch_compile"], 2);
 }
 
+TEST(BenchSummaryTest, GivenConfirmationsTheTableShowsEachRatioWithItsIntervalBesideTheSingleRun) {
+  std::vector<BenchRow> rows = {Row("correct", 1.0, 3.0, 2.5), Row("correct", 2.0, 3.0, 1.0), Row("wrong_output", 0.1, 3.0, 3.0)};
+  rows[0].confirmed = {{"against", "torch_best (torch_compile)"}, {"ratio", 2.31}, {"ci", {2.1, 2.52}}, {"rounds", 5}};
+  rows[1].confirmed = {{"against", "torch_best (torch_compile)"}, {"ratio", 0.52}, {"ci", {0.45, 1.02}}, {"rounds", 5}};
+  rows[2].confirmed = {{"against", "seed"}, {"ratio", 9.0}, {"ci", {8.0, 10.0}}, {"rounds", 5}};  // not correct: left out
+  BenchSummary s = Summarize(rows);
+  EXPECT_EQ(s.confirmed, 2);
+  EXPECT_EQ(s.confirmed_faster, 1);
+  EXPECT_NEAR(s.confirmed_geomean, std::sqrt(2.31 * 0.52), 1e-12);
+  std::vector<BenchPass> passes = {Pass("strict", rows)};
+  std::string table = BenchTable(passes);
+  EXPECT_NE(table.find("[strict] confirmed 2.31x [2.10, 2.52] torch_best (torch_compile)"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.50x"), std::string::npos) << "the single-run speedup stays beside it\n" << table;
+  EXPECT_NE(table.find("confirmed: 2 problems"), std::string::npos) << table;
+  nlohmann::json j = BenchToJson(passes, nlohmann::json::object());
+  EXPECT_EQ(j["rows"][0]["confirmed"]["ratio"], 2.31);
+  EXPECT_EQ(j["summary"]["confirmed"]["faster"], 1);
+}
+
 TEST(BenchSummaryTest, AnEmptySuiteHasZerosNotNaNs) {
   BenchSummary s = Summarize({});
   EXPECT_EQ(s.problems, 0);
