@@ -18,6 +18,9 @@ enum class VerdictStatus {
   kTimeout,
   kWrongOutput,
   kSuspicious,    // a gate found cheating or something physically impossible
+  // Correct outputs, but none of the candidate's own kernels did the work (library kernels or
+  // the host did; docs/evaluation.md, "Kernels accounted for"): no speedup claim, no fast_p.
+  kNoCustomKernel,
   kCorrect,
 };
 
@@ -101,6 +104,9 @@ struct Verdict {
   nlohmann::json resources = nlohmann::json::object();  // per-kernel registers, spills, smem (cuda)
   nlohmann::json profile = nlohmann::json::object();    // --profile: ncu metrics (advisory)
   nlohmann::json sanitizer = nlohmann::json::object();  // --sanitize: compute-sanitizer (advisory)
+  // GPU backends: the kernels one checking call ran, own and library (docs/verdict-schema.md);
+  // empty where no record is made (CPU backends).
+  nlohmann::json kernels = nlohmann::json::object();
   std::vector<Confirmation> confirmed;  // re-timings against baselines or rivals (ConfirmInterleaved)
 
   bool correct() const { return status == VerdictStatus::kCorrect; }

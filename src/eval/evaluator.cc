@@ -17,6 +17,7 @@
 #include "eval/compare.h"
 #include "eval/compiler.h"
 #include "eval/inputs.h"
+#include "eval/kernels.h"
 #include "eval/python_worker.h"
 #include "eval/roofline.h"
 #include "eval/static_check.h"
@@ -105,6 +106,7 @@ class Evaluation {
   bool CheckTiming(const WorkerRun& run);
   bool CheckPrecision(const WorkerRun& run);
   Status SpeedOfLight();
+  void KernelAccountingGate();
   Status Baselines();
   Result<TimingStats> TimeBaseline(const fs::path& library, const std::string& backend,
                                    const std::string& entry, const fs::path& program);
@@ -173,6 +175,7 @@ class Evaluation {
   bool timer_ready_ = false;
   Verdict prepared_;
   std::string timer_baseline_;
+  json kernel_record_;  // the worker's "kernels" record of one checking call (GPU backends)
 };
 
 bool Evaluation::StaticGate() {
@@ -680,6 +683,7 @@ Result<bool> Evaluation::RunCandidate() {
   if (!run.ok()) return run.status();
   Stage("run", t0);
   verdict_.fingerprint["device"] = run->result.value("fingerprint", json::object());
+  kernel_record_ = run->result.value("kernels", json());
   // When every check finished, judge them first: a wrong or cheating result says more than a
   // crash that came after it.
   bool checks_done = run->result.contains("checks") && run->result["checks"].size() == trials_.size();
@@ -736,6 +740,20 @@ Status Evaluation::SpeedOfLight() {
         theory.ms));
   }
   return Status::Ok();
+}
+
+// Which kernels one checking call ran (docs/evaluation.md, "Kernels accounted for"): a
+// candidate whose own kernels never ran, or ran too briefly to have written its outputs, is
+// `no_custom_kernel`. Its outputs were correct, so timing and SOL stay in the verdict.
+void Evaluation::KernelAccountingGate() {
+  if (kernel_record_.is_null()) return;
+  double output_bytes = 0;
+  for (const TensorShape& o : trials_[0].bound.outputs) output_bytes += static_cast<double>(o.bytes());
+  double bandwidth = verdict_.fingerprint.value("theoretical_peaks", json::object()).value("bandwidth_gbs", 0.0);
+  KernelAccounting a = AccountKernels(kernel_record_, source_, output_bytes, bandwidth);
+  verdict_.kernels = a.summary;
+  for (const std::string& w : a.warnings) verdict_.warnings.push_back(w);
+  if (a.no_custom_kernel) Finish(VerdictStatus::kNoCustomKernel, a.message, "kernels");
 }
 
 Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std::string& backend,
@@ -1014,6 +1032,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
   Stage("run", t0);
   AddPythonStages("python_candidate", run, &verdict_.stages);
   verdict_.fingerprint["device"] = run.result.value("fingerprint", json::object());
+  kernel_record_ = run.result.value("kernels", json());
   if (run.result.contains("parameters")) verdict_.precision["parameters"] = run.result["parameters"];
   if (run.result.contains("error") && run.result["error"].value("stage", "") == "load") {
     verdict_.compiler_output = TailLines(run.result["error"].value("message", ""), 40, 8000);
@@ -1362,6 +1381,8 @@ Result<Verdict> Evaluation::Run() {
   }
   Finish(VerdictStatus::kCorrect, "");
   KF_RETURN_IF_ERROR(SpeedOfLight());
+  if (verdict_.status != VerdictStatus::kCorrect) return verdict_;
+  KernelAccountingGate();
   if (verdict_.status != VerdictStatus::kCorrect) return verdict_;
   if (options_.baselines) KF_RETURN_IF_ERROR(pytorch_ ? PyTorchBaselines() : Baselines());
   verdict_.message = "passed " + std::to_string(trials_.size()) + " trials";

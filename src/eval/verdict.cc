@@ -16,6 +16,7 @@ const char* VerdictStatusName(VerdictStatus s) {
     case VerdictStatus::kTimeout: return "timeout";
     case VerdictStatus::kWrongOutput: return "wrong_output";
     case VerdictStatus::kSuspicious: return "suspicious";
+    case VerdictStatus::kNoCustomKernel: return "no_custom_kernel";
     case VerdictStatus::kCorrect: return "correct";
   }
   return "unknown";
@@ -153,6 +154,7 @@ nlohmann::json Verdict::ToJson() const {
   if (!resources.empty()) j["resources"] = resources;
   if (!profile.empty()) j["profile"] = profile;
   if (!sanitizer.empty()) j["sanitizer"] = sanitizer;
+  if (!kernels.empty()) j["kernels"] = kernels;
   if (timing) {
     j["timing"] = TimingToJson(*timing);
     nlohmann::json r = roofline;
@@ -199,6 +201,10 @@ std::string Verdict::Summary() const {
                      it == speedups.end() ? 0.0 : it->second);
   }
   for (const Confirmation& c : confirmed) s += "  confirmed " + c.Summary() + "\n";
+  if (kernels.value("available", false))
+    s += fmt::format("  kernels  own {:.4f} ms in {} launch(es), library {:.4f} ms in {} ({:.0f}% own; {})\n",
+                     kernels.value("own_ms", 0.0), kernels.value("own_calls", 0), kernels.value("library_ms", 0.0),
+                     kernels.value("library_calls", 0), 100 * kernels.value("own_share", 0.0), kernels.value("source", ""));
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
   if (!compiler_output.empty() && status == VerdictStatus::kCompileError) s += compiler_output + "\n";
   return s;

@@ -1,0 +1,232 @@
+#include "eval/kernels.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace kforge {
+
+using nlohmann::json;
+
+namespace {
+
+bool IsIdent(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// `source` without // and /* */ comments (a name in a comment is not a kernel).
+std::string WithoutComments(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 2, "//") == 0) {
+      while (i < s.size() && s[i] != '\n') ++i;
+      if (i < s.size()) out += '\n';
+    } else if (s.compare(i, 2, "/*") == 0) {
+      size_t end = s.find("*/", i + 2);
+      i = end == std::string::npos ? s.size() : end + 1;
+      out += ' ';
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+void AddUnique(std::vector<std::string>& v, const std::string& x) {
+  if (!x.empty() && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+// The function name after a `__global__` at `pos`: the last identifier before the first '('
+// that does not open `__launch_bounds__(...)` or another attribute.
+std::string GlobalName(const std::string& s, size_t pos) {
+  std::string last;
+  for (size_t i = pos; i < s.size();) {
+    char c = s[i];
+    if (c == ';' || c == '{' || c == '}') return "";
+    if (IsIdent(c)) {
+      size_t j = i;
+      while (j < s.size() && IsIdent(s[j])) ++j;
+      last = s.substr(i, j - i);
+      i = j;
+      continue;
+    }
+    if (c == '(') {
+      if (last == "__launch_bounds__" || last == "__attribute__" || last == "__align__" || last == "alignas") {
+        int depth = 0;
+        for (; i < s.size(); ++i) {
+          depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+          if (depth == 0) break;
+        }
+        ++i;
+        last.clear();
+        continue;
+      }
+      return last;
+    }
+    ++i;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> OwnKernelNames(const std::string& source) {
+  const std::string s = WithoutComments(source);
+  std::vector<std::string> names;
+  for (size_t pos = s.find("__global__"); pos != std::string::npos; pos = s.find("__global__", pos + 10)) {
+    bool word = (pos == 0 || !IsIdent(s[pos - 1])) && (pos + 10 >= s.size() || !IsIdent(s[pos + 10]));
+    if (word) AddUnique(names, GlobalName(s, pos + 10));
+  }
+  // Triton: the function defined after a `triton.jit` or `@jit` decorator (autotune and
+  // heuristics decorators may sit between).
+  static const std::regex jit(R"((triton\.jit|@jit\b))");
+  static const std::regex def(R"(\bdef\s+([A-Za-z_]\w*)\s*\()");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), jit); it != std::sregex_iterator(); ++it) {
+    std::smatch m;
+    auto from = s.begin() + it->position() + it->length();
+    if (std::regex_search(from, s.end(), m, def)) AddUnique(names, m[1].str());
+  }
+  return names;
+}
+
+std::vector<std::string> DeclaredNamespaces(const std::string& source) {
+  static const std::regex ns(R"(\bnamespace\s+([A-Za-z_][\w:]*)\s*\{)");
+  std::vector<std::string> out;
+  const std::string s = WithoutComments(source);
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), ns); it != std::sregex_iterator(); ++it) {
+    std::string full = (*it)[1].str();
+    for (size_t start = 0; start <= full.size();) {  // a::b declares a and b
+      size_t end = full.find("::", start);
+      AddUnique(out, full.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      if (end == std::string::npos) break;
+      start = end + 2;
+    }
+  }
+  return out;
+}
+
+bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
+                 const std::vector<std::string>& namespaces) {
+  for (const std::string& n : own) {
+    // Mangled, global namespace: _Z<len><name>...
+    if (name.rfind("_Z" + std::to_string(n.size()) + n, 0) == 0) return true;
+    // Mangled in the candidate's namespaces: _ZN<len><ns>...<len><name>...
+    if (name.rfind("_ZN", 0) == 0) {
+      size_t i = 3;
+      bool all_own = true;
+      while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) {
+        size_t len_end = i;
+        while (len_end < name.size() && std::isdigit(static_cast<unsigned char>(name[len_end]))) ++len_end;
+        size_t len = std::stoul(name.substr(i, len_end - i));
+        std::string part = name.substr(len_end, len);
+        i = len_end + len;
+        if (part == n && all_own) return true;
+        all_own &= std::find(namespaces.begin(), namespaces.end(), part) != namespaces.end();
+      }
+    }
+    // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _.
+    std::string d = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
+    for (;;) {
+      if (d.rfind(n, 0) == 0) {
+        char next = d.size() > n.size() ? d[n.size()] : '\0';
+        if (next == '\0' || next == '(' || next == '<' || next == '_' || next == ' ') return true;
+      }
+      size_t sep = d.find("::");
+      if (sep == std::string::npos) break;
+      std::string part = d.substr(0, sep);
+      if (std::find(namespaces.begin(), namespaces.end(), part) == namespaces.end()) break;
+      d = d.substr(sep + 2);
+    }
+  }
+  return false;
+}
+
+KernelAccounting AccountKernels(const json& raw, const std::string& source, double output_bytes,
+                                double bandwidth_gbs) {
+  KernelAccounting a;
+  if (!raw.is_object()) return a;
+  a.summary = {{"source", raw.value("source", "")}, {"available", raw.value("available", false)}};
+  if (!raw.value("available", false)) {
+    a.summary["reason"] = raw.value("reason", "the worker made no record");
+    a.warnings.push_back("kernels not accounted for: " + a.summary["reason"].get<std::string>());
+    return a;
+  }
+  a.available = true;
+  const std::vector<std::string> own = OwnKernelNames(source), namespaces = DeclaredNamespaces(source);
+  double own_ms = 0, library_ms = 0;
+  int64_t own_calls = 0, library_calls = 0, after_return = 0, graph_calls = 0;
+  std::vector<int64_t> streams;
+  std::vector<std::pair<double, std::string>> libraries, ran;
+  json records = json::array();
+  for (const json& r : raw.value("records", json::array())) {
+    if (!r.is_object()) continue;
+    std::string name = r.value("name", "");
+    double ms = r.value("device_ms", 0.0);
+    int64_t calls = r.value("calls", int64_t{0});
+    bool mine = IsOwnKernel(name, own, namespaces);
+    (mine ? own_ms : library_ms) += ms;
+    (mine ? own_calls : library_calls) += calls;
+    after_return += r.value("after_return", int64_t{0});
+    if (r.value("graph", false)) graph_calls += calls;
+    for (const json& st : r.value("streams", json::array()))
+      if (st.is_number_integer() && std::find(streams.begin(), streams.end(), st.get<int64_t>()) == streams.end())
+        streams.push_back(st.get<int64_t>());
+    (mine ? ran : libraries).push_back({ms, name});
+    json rec = r;
+    rec["own"] = mine;
+    records.push_back(rec);
+  }
+  std::sort(libraries.rbegin(), libraries.rend());
+  const double total = own_ms + library_ms;
+  a.summary["call"] = raw.value("call", "");
+  a.summary["own_kernels_defined"] = own;
+  a.summary["own_ms"] = own_ms;
+  a.summary["own_calls"] = own_calls;
+  a.summary["library_ms"] = library_ms;
+  a.summary["library_calls"] = library_calls;
+  a.summary["own_share"] = total > 0 ? own_ms / total : 0.0;
+  a.summary["streams"] = streams.size();
+  a.summary["graph_calls"] = graph_calls;
+  a.summary["after_return"] = after_return;
+  a.summary["memcpy"] = raw.value("memcpy", json::object());
+  a.summary["records"] = records;
+  auto top_libraries = [&] {
+    std::string out;
+    for (size_t i = 0; i < libraries.size() && i < 3; ++i)
+      out += fmt::format("{}{} ({:.4f} ms)", i ? ", " : "", libraries[i].second.substr(0, 80), libraries[i].first);
+    return out.empty() ? std::string("none") : out;
+  };
+  const json memcpy = raw.value("memcpy", json::object());
+  if (own_calls == 0) {
+    a.no_custom_kernel = true;
+    std::string defined = own.empty() ? "the candidate defines no kernel (no __global__, no @triton.jit)"
+                                      : "none of the candidate's kernels (" + fmt::format("{}", fmt::join(own, ", ")) + ") ran";
+    a.message = fmt::format(
+        "{} during a checking call; device kernels that ran: {}{}. Its speedup is not a custom kernel's: write the "
+        "computation as a kernel of your own and launch it",
+        defined, top_libraries(),
+        memcpy.value("count", 0) > 0 ? fmt::format("; {} copies ({} bytes)", memcpy.value("count", 0), memcpy.value("bytes", 0)) : "");
+  } else if (library_calls > 0 && bandwidth_gbs > 0 && output_bytes > 0) {
+    double write_ms = output_bytes / (bandwidth_gbs * 1e6);
+    a.summary["output_write_ms"] = write_ms;
+    if (own_ms < write_ms) {
+      a.no_custom_kernel = true;
+      a.message = fmt::format(
+          "the candidate's own kernels ran for {:.4f} ms, less than writing its outputs once takes ({:.0f} bytes at "
+          "{:.0f} GB/s: {:.4f} ms), so library kernels produced them: {}. Write the computation as a kernel of your own",
+          own_ms, output_bytes, bandwidth_gbs, write_ms, top_libraries());
+    }
+  }
+  if (!a.no_custom_kernel && total > 0 && library_ms / total > 0.9)
+    a.warnings.push_back(fmt::format("{:.0f}% of device time in library kernels: {}", 100 * library_ms / total, top_libraries()));
+  if (after_return > 0)
+    a.warnings.push_back(fmt::format("{} kernel launch(es) ended after the candidate's function returned (work left "
+                                     "running; the harness's device-wide synchronize waited for it and timed it)",
+                                     after_return));
+  if (streams.size() > 1) a.warnings.push_back(fmt::format("kernels ran on {} streams", streams.size()));
+  if (graph_calls > 0) a.warnings.push_back(fmt::format("{} kernel(s) ran from CUDA graphs", graph_calls));
+  return a;
+}
+
+}  // namespace kforge
