@@ -1,0 +1,205 @@
+// kforge_judge_bench: how fast the judge is (issue "A fast judge"). Prints numbers; asserts
+// nothing.
+//
+//   kforge_judge_bench <problem dir or file> [--backend B] [--candidate FILE] [--distinct N]
+//                      [--warm N] [--budget-ms MS] [--no-baselines] [--json FILE]
+//
+// With the problem's seed for the backend (or --candidate), three measurements of
+// source-to-verdict time, each a full Evaluate as `kforge eval` runs it, in a fresh private
+// cache (KFORGE_CACHE_DIR):
+//   cold     the first judgement: nothing compiled, no peaks measured;
+//   warm     the same candidate again, --warm times (default 3): compile and peaks cached;
+//   distinct N candidates that differ only by a comment (each one compiles anew: the
+//            compile cache is keyed by content), one after another: verdicts per minute.
+// Each line shows the stage seconds the verdicts report (stages_seconds), so where the time
+// goes is visible beside the total. The worker: $KFORGE_WORKER, else next to this program.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/files.h"
+#include "base/stats.h"
+#include "base/subprocess.h"
+#include "kforge/eval.h"
+#include "kforge/problem.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Flags {
+  std::string problem, backend = "cpp", candidate, json_out;
+  int distinct = 5, warm = 3;
+  double budget_ms = 2000;
+  bool baselines = true;
+};
+
+struct Judgement {
+  double seconds = 0;
+  std::string status;
+  json stages = json::object();
+};
+
+Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalOptions& o, ProcessRunner& runner) {
+  auto t0 = std::chrono::steady_clock::now();
+  KF_ASSIGN_OR_RETURN(Verdict v, Evaluate(p, candidate, o, runner));
+  Judgement j;
+  j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  j.status = VerdictStatusName(v.status);
+  j.stages = v.stages;
+  return j;
+}
+
+// "compile 1.23  reference 0.40  run 2.10 ..." in the order the verdict recorded them, then
+// "other": what no stage accounts for (peaks measured or read, toolchain probes, set-up).
+std::string StageText(const json& stages, double total) {
+  std::string s;
+  double sum = 0;
+  for (const auto& [name, secs] : stages.items())
+    if (secs.is_number()) {
+      s += fmt::format("  {} {:.2f}", name, secs.get<double>());
+      sum += secs.get<double>();
+    }
+  return s + fmt::format("  other {:.2f}", total - sum);
+}
+
+json SumStages(const std::vector<Judgement>& js) {
+  std::map<std::string, double> sum;
+  for (const Judgement& j : js)
+    for (const auto& [name, secs] : j.stages.items())
+      if (secs.is_number()) sum[name] += secs.get<double>();
+  json out = json::object();
+  for (const auto& [name, secs] : sum) out[name] = secs / static_cast<double>(js.size());
+  return out;
+}
+
+int Usage(const char* why) {
+  fmt::print(stderr, "kforge_judge_bench: {}\nusage: kforge_judge_bench <problem> [--backend B] [--candidate FILE] "
+                     "[--distinct N] [--warm N] [--budget-ms MS] [--no-baselines] [--json FILE]\n", why);
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--backend") f.backend = value();
+    else if (a == "--candidate") f.candidate = value();
+    else if (a == "--distinct") f.distinct = std::atoi(value().c_str());
+    else if (a == "--warm") f.warm = std::max(1, std::atoi(value().c_str()));
+    else if (a == "--budget-ms") f.budget_ms = std::atof(value().c_str());
+    else if (a == "--no-baselines") f.baselines = false;
+    else if (a == "--json") f.json_out = value();
+    else if (!a.empty() && a[0] == '-') return Usage(("unknown option " + a).c_str());
+    else f.problem = a;
+  }
+  if (f.problem.empty()) return Usage("say which problem");
+  fs::path file = f.problem;
+  if (fs::is_directory(file)) file /= "problem.toml";
+  Result<Problem> p = LoadProblem(file);
+  if (!p.ok()) return Usage(p.status().message().c_str());
+  fs::path candidate = f.candidate;
+  if (candidate.empty()) {
+    auto seed = p->seeds.find(f.backend);
+    if (seed == p->seeds.end()) return Usage(("the problem has no seed for " + f.backend + "; give --candidate").c_str());
+    candidate = seed->second;
+  }
+  Result<std::string> source = ReadFile(candidate);
+  if (!source.ok()) return Usage(source.status().message().c_str());
+  if (!std::getenv("KFORGE_WORKER")) {
+    fs::path here = fs::canonical("/proc/self/exe").parent_path();
+    for (const fs::path& w : {here / "kforge-worker", here / "../worker/kforge-worker", here / "../../bin/kforge-worker"})
+      if (fs::exists(w)) {
+        setenv("KFORGE_WORKER", fs::canonical(w).c_str(), 1);
+        break;
+      }
+  }
+  Result<fs::path> cache = MakeTempDir("judge-bench-cache");
+  Result<fs::path> variants = MakeTempDir("judge-bench-variants");
+  if (!cache.ok() || !variants.ok()) return Usage("cannot make a temporary folder");
+  chmod(cache->c_str(), 0755);
+  chmod(variants->c_str(), 0755);
+  setenv("KFORGE_CACHE_DIR", cache->c_str(), 1);
+
+  EvalOptions o;
+  o.backend = f.backend;
+  o.budget_ms = f.budget_ms;
+  o.baselines = f.baselines;
+  std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+  fmt::print("kforge_judge_bench: {} [{}] {}, budget {} ms, baselines {}\n", p->name, f.backend, candidate.string(),
+             f.budget_ms, f.baselines ? "on" : "off");
+  json out = {{"problem", p->name}, {"backend", f.backend}, {"candidate", candidate.string()}, {"budget_ms", f.budget_ms},
+              {"baselines", f.baselines}};
+
+  Result<Judgement> cold = Judge(*p, candidate, o, *runner);
+  if (!cold.ok()) { fmt::print(stderr, "kforge_judge_bench: {}\n", cold.status().message()); return 3; }
+  fmt::print("cold      {:8.2f} s  {}{}\n", cold->seconds, cold->status, StageText(cold->stages, cold->seconds));
+  out["cold"] = {{"seconds", cold->seconds}, {"status", cold->status}, {"stages", cold->stages}};
+
+  std::vector<Judgement> warm;
+  std::vector<double> warm_s;
+  for (int i = 0; i < f.warm; ++i) {
+    Result<Judgement> w = Judge(*p, candidate, o, *runner);
+    if (!w.ok()) { fmt::print(stderr, "kforge_judge_bench: {}\n", w.status().message()); return 3; }
+    fmt::print("warm {:<3}  {:8.2f} s  {}{}\n", i + 1, w->seconds, w->status, StageText(w->stages, w->seconds));
+    warm_s.push_back(w->seconds);
+    warm.push_back(*w);
+  }
+  double warm_mean = 0;
+  for (double x : warm_s) warm_mean += x / static_cast<double>(warm_s.size());
+  fmt::print("warm      median {:.2f} s over {}; mean stages:{}\n", Median(warm_s), warm.size(), StageText(SumStages(warm), warm_mean));
+  out["warm"] = {{"median_seconds", Median(warm_s)}, {"seconds", warm_s}, {"mean_stages", SumStages(warm)}};
+
+  if (f.distinct > 0) {
+    const std::string comment = candidate.extension() == ".py" ? "#" : "//";
+    std::vector<Judgement> distinct;
+    std::map<std::string, int> statuses;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < f.distinct; ++i) {
+      fs::path v = *variants / fmt::format("variant_{}{}", i, candidate.extension().string());
+      if (Status s = WriteFileAtomic(v, *source + fmt::format("\n{} kforge_judge_bench variant {}\n", comment, i)); !s.ok()) {
+        fmt::print(stderr, "kforge_judge_bench: {}\n", s.message());
+        return 3;
+      }
+      Result<Judgement> d = Judge(*p, v, o, *runner);
+      if (!d.ok()) { fmt::print(stderr, "kforge_judge_bench: {}\n", d.status().message()); return 3; }
+      ++statuses[d->status];
+      distinct.push_back(*d);
+    }
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string st;
+    for (const auto& [s, n] : statuses) st += fmt::format(" {} {}", n, s);
+    fmt::print("distinct  {} candidates in {:.2f} s: {:.1f} verdicts/min ({}); mean stages:{}\n", f.distinct, wall,
+               60 * f.distinct / wall, st.substr(1), StageText(SumStages(distinct), wall / f.distinct));
+    out["distinct"] = {{"candidates", f.distinct}, {"seconds", wall}, {"verdicts_per_minute", 60 * f.distinct / wall},
+                       {"statuses", statuses}, {"mean_stages", SumStages(distinct)}};
+  }
+  std::error_code ec;
+  fs::remove_all(*variants, ec);
+  fs::remove_all(*cache, ec);
+  if (!f.json_out.empty()) {
+    if (Status s = WriteFileAtomic(f.json_out, out.dump(1)); !s.ok()) {
+      fmt::print(stderr, "kforge_judge_bench: {}\n", s.message());
+      return 3;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kforge
+
+int main(int argc, char** argv) { return kforge::Main(argc, argv); }
