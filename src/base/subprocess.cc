@@ -751,6 +751,14 @@ std::string ReachableByNobody(const std::string& program, std::string* error) {
   if (fs::exists(staged, ec)) return staged.string();
   const fs::path tmp = staged.string() + ".tmp" + std::to_string(getpid());
   fs::copy_file(program, tmp, fs::copy_options::overwrite_existing, ec);
+  // A program rewritten while it was copied (a rebuild during a test run) left a torn copy
+  // under the old key: copy it again under its new key.
+  struct stat after;
+  if (!ec && (stat(program.c_str(), &after) != 0 || after.st_size != st.st_size ||
+              after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec)) {
+    fs::remove(tmp, ec);
+    return ReachableByNobody(program, error);
+  }
   if (!ec) fs::permissions(tmp, fs::perms(0755), ec);
   if (!ec) fs::rename(tmp, staged, ec);
   if (ec || !NobodyCanExecute(staged)) {
