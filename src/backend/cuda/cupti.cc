@@ -92,6 +92,11 @@ void BufferCompleted(void* context, uint32_t stream_id, uint8_t* buffer, size_t,
   std::free(buffer);
 }
 
+// The record travels in one reply, whose head the supervisor bounds (4 MB): at most this many
+// kernel names, each at most this long (a CUTLASS name runs to about 1 KB).
+constexpr size_t kMaxRecords = 256;
+constexpr size_t kMaxNameBytes = 4096;
+
 double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
@@ -230,12 +235,24 @@ nlohmann::json BuildKernelRecord(const std::vector<Activity>& activities, const 
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto& x, const auto& y) { return x.second.first_start < y.second.first_start; });
   nlohmann::json records = nlohmann::json::array();
-  for (const auto& [name, g] : ordered)
-    records.push_back({{"name", name}, {"calls", g.calls}, {"device_ms", Ms(g.device_ns)},
+  int left_out = 0, left_out_calls = 0;
+  uint64_t left_out_ns = 0;
+  for (const auto& [name, g] : ordered) {
+    if (records.size() >= kMaxRecords) {
+      ++left_out;
+      left_out_calls += g.calls;
+      left_out_ns += g.device_ns;
+      continue;
+    }
+    records.push_back({{"name", name.size() > kMaxNameBytes ? name.substr(0, kMaxNameBytes) + "..." : name},
+                       {"calls", g.calls}, {"device_ms", Ms(g.device_ns)},
                        {"streams", std::vector<uint32_t>(g.streams.begin(), g.streams.end())},
                        {"graph", g.graph}, {"after_return", g.after_return}});
+  }
   nlohmann::json out = {{"source", "cupti"}, {"available", true}, {"call", c.call}, {"records", records},
                         {"window_ms", last > first ? Ms(last - first) : 0.0}};
+  if (left_out > 0)
+    out["records_left_out"] = {{"count", left_out}, {"calls", left_out_calls}, {"device_ms", Ms(left_out_ns)}};
   if (c.memcpy_reason.empty()) {
     out["memcpy"] = {{"count", copies.count}, {"device_ms", Ms(copies.ns)}, {"bytes", copies.bytes}};
     out["memset"] = {{"count", sets.count}, {"device_ms", Ms(sets.ns)}, {"bytes", sets.bytes}};

@@ -184,6 +184,18 @@ TEST(KernelRecordTest, GivenNoReturnTimestampNothingIsCountedAfterIt) {
   EXPECT_FALSE(r.contains("host"));
 }
 
+TEST(KernelRecordTest, GivenThousandsOfKernelNamesTheRecordKeepsTheFirstAndCountsTheRest) {
+  std::vector<Activity> a;
+  for (int i = 0; i < 300; ++i) a.push_back(Kernel("k" + std::to_string(i), 100 + i, 101 + i, 1));
+  a.push_back(Kernel(std::string(10000, 'x'), 50, 60, 1));  // the first to start, a huge name
+  json r = BuildKernelRecord(a, RecordContext{});
+  ASSERT_EQ(r["records"].size(), 256u);
+  EXPECT_LT(r["records"][0]["name"].get<std::string>().size(), 4200u);
+  EXPECT_EQ(r["records"][1]["name"], "k0");
+  EXPECT_EQ(r["records_left_out"]["count"], 301 - 256);
+  EXPECT_EQ(r["records_left_out"]["calls"], 301 - 256);
+}
+
 TEST(KernelRecordTest, GivenOnlyCopiesTheRecordsAreEmptyAndTheCopiesCounted) {
   RecordContext c;
   c.call = "check set 0";
