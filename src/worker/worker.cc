@@ -3,7 +3,8 @@
 // The supervisor is trusted: it never loads candidate code. It forks the child, which opens
 // the device, loads the candidate and does what it is told over a socket, one step at a time:
 //   open device -> allocate and upload the check sets -> calibrate (null runs, before any
-//   candidate code is in the process) -> load -> checks (each set twice, two poisons) ->
+//   candidate code is in the process) -> load -> checks (each set twice, two poisons; the
+//   first one recorded: which kernels ran, result.json's "kernels") ->
 //   warm-up -> timed runs (each with fresh inputs drawn from a seed the supervisor picks,
 //   poisoned outputs and a flushed cache) -> precision report.
 // The supervisor takes the wall clock of every timed run itself, checks every timed output

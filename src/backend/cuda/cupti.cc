@@ -84,10 +84,12 @@ void BufferCompleted(void* context, uint32_t stream_id, uint8_t* buffer, size_t,
   if (sink.api && buffer) {
     void* record = nullptr;
     while (sink.api->ActivityGetNextRecord(buffer, valid, &record) == kSuccess) {
-      if (std::optional<Activity> a = DecodeActivity(record)) sink.activities.push_back(std::move(*a));
+      if (std::optional<Activity> a = DecodeActivity(record))
+        sink.activities.push_back(std::move(*a));
     }
     size_t dropped = 0;
-    if (sink.api->ActivityGetNumDroppedRecords(context, stream_id, &dropped) == kSuccess) sink.dropped += dropped;
+    if (sink.api->ActivityGetNumDroppedRecords(context, stream_id, &dropped) == kSuccess)
+      sink.dropped += dropped;
   }
   std::free(buffer);
 }
@@ -105,11 +107,14 @@ std::vector<std::string> CuptiCandidates() {
   std::vector<std::string> out;
   if (const char* env = std::getenv("KFORGE_CUPTI"); env && *env) {
     std::error_code ec;
-    if (fs::is_directory(env, ec)) AddFolder(env, &out);
-    else out.push_back(env);
+    if (fs::is_directory(env, ec))
+      AddFolder(env, &out);
+    else
+      out.push_back(env);
   }
   for (const char* name : kNames) out.push_back(name);  // the loader's path
-  for (const char* dir : {"/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
+  for (const char* dir :
+       {"/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
     AddFolder(dir, &out);
   if (std::string nvcc = FindNvcc(); !nvcc.empty()) {
     fs::path root = fs::path(nvcc).parent_path().parent_path();
@@ -163,7 +168,8 @@ std::string ErrorText(const Api& api, Result_t error) {
   if (api.GetResultString) api.GetResultString(error, &text);
   std::string s = text ? text : "CUPTI error " + std::to_string(error);
   if (error == kErrorInsufficientPrivileges)
-    s += " (tracing needs no profiling rights; check the driver's NVreg_RestrictProfilingToAdminUsers "
+    s += " (tracing needs no profiling rights; check the driver's "
+         "NVreg_RestrictProfilingToAdminUsers "
          "and the sandbox)";
   return s;
 }
@@ -209,7 +215,10 @@ nlohmann::json BuildKernelRecord(const std::vector<Activity>& activities, const 
     bool graph = false;
   };
   std::map<std::string, Group> groups;
-  struct Copies { int count = 0; uint64_t ns = 0, bytes = 0; } copies, sets;
+  struct Copies {
+    int count = 0;
+    uint64_t ns = 0, bytes = 0;
+  } copies, sets;
   uint64_t first = UINT64_MAX, last = 0;
   for (const Activity& a : activities) {
     uint64_t ns = a.end > a.start ? a.end - a.start : 0;
@@ -232,8 +241,9 @@ nlohmann::json BuildKernelRecord(const std::vector<Activity>& activities, const 
     last = std::max(last, a.end);
   }
   std::vector<std::pair<std::string, Group>> ordered(groups.begin(), groups.end());
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const auto& x, const auto& y) { return x.second.first_start < y.second.first_start; });
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& x, const auto& y) {
+    return x.second.first_start < y.second.first_start;
+  });
   nlohmann::json records = nlohmann::json::array();
   int left_out = 0, left_out_calls = 0;
   uint64_t left_out_ns = 0;
@@ -244,17 +254,25 @@ nlohmann::json BuildKernelRecord(const std::vector<Activity>& activities, const 
       left_out_ns += g.device_ns;
       continue;
     }
-    records.push_back({{"name", name.size() > kMaxNameBytes ? name.substr(0, kMaxNameBytes) + "..." : name},
-                       {"calls", g.calls}, {"device_ms", Ms(g.device_ns)},
-                       {"streams", std::vector<uint32_t>(g.streams.begin(), g.streams.end())},
-                       {"graph", g.graph}, {"after_return", g.after_return}});
+    records.push_back(
+        {{"name", name.size() > kMaxNameBytes ? name.substr(0, kMaxNameBytes) + "..." : name},
+         {"calls", g.calls},
+         {"device_ms", Ms(g.device_ns)},
+         {"streams", std::vector<uint32_t>(g.streams.begin(), g.streams.end())},
+         {"graph", g.graph},
+         {"after_return", g.after_return}});
   }
-  nlohmann::json out = {{"source", "cupti"}, {"available", true}, {"call", c.call}, {"records", records},
+  nlohmann::json out = {{"source", "cupti"},
+                        {"available", true},
+                        {"call", c.call},
+                        {"records", records},
                         {"window_ms", last > first ? Ms(last - first) : 0.0}};
   if (left_out > 0)
-    out["records_left_out"] = {{"count", left_out}, {"calls", left_out_calls}, {"device_ms", Ms(left_out_ns)}};
+    out["records_left_out"] = {
+        {"count", left_out}, {"calls", left_out_calls}, {"device_ms", Ms(left_out_ns)}};
   if (c.memcpy_reason.empty()) {
-    out["memcpy"] = {{"count", copies.count}, {"device_ms", Ms(copies.ns)}, {"bytes", copies.bytes}};
+    out["memcpy"] = {
+        {"count", copies.count}, {"device_ms", Ms(copies.ns)}, {"bytes", copies.bytes}};
     out["memset"] = {{"count", sets.count}, {"device_ms", Ms(sets.ns)}, {"bytes", sets.bytes}};
   } else {
     out["memcpy_reason"] = c.memcpy_reason;
@@ -301,7 +319,8 @@ void KernelRecorder::Start(const std::string& call) {
     sink.activities.clear();
     sink.dropped = 0;
   }
-  static const Result_t registered = api_->ActivityRegisterCallbacks(BufferRequested, BufferCompleted);
+  static const Result_t registered =
+      api_->ActivityRegisterCallbacks(BufferRequested, BufferCompleted);
   if (registered != kSuccess) {
     reason_ = "cuptiActivityRegisterCallbacks failed: " + ErrorText(*api_, registered);
     return;
@@ -313,7 +332,8 @@ void KernelRecorder::Start(const std::string& call) {
   enabled_.push_back(kKindConcurrentKernel);
   for (int kind : {kKindMemcpy, kKindMemset}) {
     if (Result_t e = api_->ActivityEnable(kind); e != kSuccess) {
-      memcpy_reason_ = "cuptiActivityEnable(" + std::string(kind == kKindMemcpy ? "MEMCPY" : "MEMSET") +
+      memcpy_reason_ = "cuptiActivityEnable(" +
+                       std::string(kind == kKindMemcpy ? "MEMCPY" : "MEMSET") +
                        ") failed: " + ErrorText(*api_, e);
     } else {
       enabled_.push_back(kind);
@@ -323,7 +343,8 @@ void KernelRecorder::Start(const std::string& call) {
 }
 
 nlohmann::json KernelRecorder::Stop() {
-  if (!active_) return UnavailableRecord(call_, reason_.empty() ? "kernel recording was not started" : reason_);
+  if (!active_)
+    return UnavailableRecord(call_, reason_.empty() ? "kernel recording was not started" : reason_);
   RecordContext c;
   c.call = call_;
   c.window = {start_, returned_, synced_};
@@ -331,7 +352,8 @@ nlohmann::json KernelRecorder::Stop() {
   c.library = lib_.path;
   api_->GetVersion(&c.version);
   uint32_t id = 0;
-  if (api_->GetStreamIdEx && api_->GetStreamIdEx(context_, stream_, 0, &id) == kSuccess) c.harness_stream = id;
+  if (api_->GetStreamIdEx && api_->GetStreamIdEx(context_, stream_, 0, &id) == kSuccess)
+    c.harness_stream = id;
   active_ = false;
   for (int kind : enabled_) api_->ActivityDisable(kind);
   enabled_.clear();

@@ -25,11 +25,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/status.h"
 
@@ -67,11 +66,13 @@ struct KernelRecord {
   uint32_t shared_memory_executed;
   uint64_t graph_node_id;  // 0 unless launched as a graph node
   int32_t shmem_limit_config;
-  uint32_t graph_id;       // 0 unless launched as a graph node
+  uint32_t graph_id;  // 0 unless launched as a graph node
 };
 static_assert(offsetof(KernelRecord, start) == 16 && offsetof(KernelRecord, stream_id) == 48 &&
-              offsetof(KernelRecord, name) == 104 && offsetof(KernelRecord, graph_node_id) == 144 &&
-              offsetof(KernelRecord, graph_id) == 156, "CUpti_ActivityKernel10 layout");
+                  offsetof(KernelRecord, name) == 104 &&
+                  offsetof(KernelRecord, graph_node_id) == 144 &&
+                  offsetof(KernelRecord, graph_id) == 156,
+              "CUpti_ActivityKernel10 layout");
 
 // The leading fields of CUpti_ActivityMemcpy6 (and Memcpy5).
 struct MemcpyRecord {
@@ -84,7 +85,8 @@ struct MemcpyRecord {
   uint32_t graph_id;
 };
 static_assert(offsetof(MemcpyRecord, bytes) == 8 && offsetof(MemcpyRecord, stream_id) == 40 &&
-              offsetof(MemcpyRecord, graph_id) == 72, "CUpti_ActivityMemcpy6 layout");
+                  offsetof(MemcpyRecord, graph_id) == 72,
+              "CUpti_ActivityMemcpy6 layout");
 
 // The leading fields of CUpti_ActivityMemset4.
 struct MemsetRecord {
@@ -150,7 +152,7 @@ std::string ErrorText(const Api& api, Result_t error);
 struct Activity {
   enum class Kind { kKernel, kMemcpy, kMemset };
   Kind kind = Kind::kKernel;
-  std::string name;  // kernels: the mangled name as CUPTI gives it
+  std::string name;             // kernels: the mangled name as CUPTI gives it
   uint64_t start = 0, end = 0;  // ns
   uint32_t stream = 0;          // CUPTI's stream id
   bool graph = false;           // launched as a node of a CUDA graph
@@ -168,20 +170,21 @@ std::optional<Activity> DecodeActivity(const void* record);
 
 // Everything a recorder knows besides the activities.
 struct RecordContext {
-  std::string call;             // "check set 0"
+  std::string call;  // "check set 0"
   CallWindow window;
   size_t dropped = 0;           // records CUPTI dropped (no buffer)
   int64_t harness_stream = -1;  // CUPTI's id of kforge's stream, -1 unknown
   uint32_t version = 0;         // cuptiGetVersion
   std::string library;
-  std::string memcpy_reason;    // why copies and sets were not recorded, "" when they were
+  std::string memcpy_reason;  // why copies and sets were not recorded, "" when they were
 };
 
 // The raw "kernels" record of docs/worker-protocol.md: kernels grouped by name (in order of
 // first start), each with its calls, summed device time, streams, graph flag and how many of
 // its calls ended after kf_cuda_run returned; copies and sets summed; the device window from
 // the first kernel's start to the last one's end.
-nlohmann::json BuildKernelRecord(const std::vector<Activity>& activities, const RecordContext& context);
+nlohmann::json BuildKernelRecord(const std::vector<Activity>& activities,
+                                 const RecordContext& context);
 
 // {"source": "cupti", "available": false, "call", "reason"}.
 nlohmann::json UnavailableRecord(const std::string& call, const std::string& reason);

@@ -3,13 +3,12 @@
 // the grouping of activities into the "kernels" record (fed by hand, no CUPTI).
 #include "backend/cuda/cupti.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "backend/cuda/cuda_driver.h"
 #include "base/files.h"
@@ -38,8 +37,10 @@ class ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -48,7 +49,8 @@ class ScopedEnv {
   std::string old_;
 };
 
-Activity Kernel(const std::string& name, uint64_t start, uint64_t end, uint32_t stream, bool graph = false) {
+Activity Kernel(const std::string& name, uint64_t start, uint64_t end, uint32_t stream,
+                bool graph = false) {
   Activity a;
   a.name = name;
   a.start = start;
@@ -68,11 +70,16 @@ Activity Copy(Activity::Kind kind, uint64_t start, uint64_t end, uint64_t bytes)
 }
 
 TEST(CuptiLoaderTest, GivenNoLibraryAnywhereTheMessageNamesEveryPlaceLooked) {
-  Result<Library> lib = LoadCuptiFrom({"/nonexistent/cuda/lib64/libcupti.so", "libcupti-kforge-absent.so"});
+  Result<Library> lib =
+      LoadCuptiFrom({"/nonexistent/cuda/lib64/libcupti.so", "libcupti-kforge-absent.so"});
   ASSERT_FALSE(lib.ok());
   EXPECT_EQ(lib.status().code(), StatusCode::kUnavailable);
   const std::string& m = lib.status().message();
-  EXPECT_EQ(m.rfind("libcupti not found (looked at /nonexistent/cuda/lib64/libcupti.so, libcupti-kforge-absent.so)", 0), 0u) << m;
+  EXPECT_EQ(m.rfind("libcupti not found (looked at /nonexistent/cuda/lib64/libcupti.so, "
+                    "libcupti-kforge-absent.so)",
+                    0),
+            0u)
+      << m;
   EXPECT_NE(m.find("KFORGE_CUPTI"), std::string::npos) << m;
 }
 
@@ -81,7 +88,8 @@ TEST(CuptiLoaderTest, GivenAFileThatIsNoLibraryTheMessageSaysWhyItDidNotLoad) {
   ASSERT_TRUE(WriteFileAtomic(dir / "libcupti.so", "not an ELF file").ok());
   Result<Library> lib = LoadCuptiFrom({(dir / "libcupti.so").string()});
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.status().message().find("is there but does not load"), std::string::npos) << lib.status().message();
+  EXPECT_NE(lib.status().message().find("is there but does not load"), std::string::npos)
+      << lib.status().message();
   fs::remove_all(dir);
 }
 
@@ -113,7 +121,9 @@ TEST(CuptiLoaderTest, GivenKforgeCuptiAFolderItIsSearchedFirstThenTheLoaderThenT
   EXPECT_EQ(c[4], "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so");
   if (access("/usr/local/cuda-13.0/bin/nvcc", X_OK) == 0) {
     EXPECT_NE(std::find(c.begin(), c.end(), "/usr/local/cuda-13.0/lib/libcupti.so"), c.end());
-    EXPECT_NE(std::find(c.begin(), c.end(), "/usr/local/cuda-13.0/extras/CUPTI/lib64/libcupti.so.13"), c.end());
+    EXPECT_NE(
+        std::find(c.begin(), c.end(), "/usr/local/cuda-13.0/extras/CUPTI/lib64/libcupti.so.13"),
+        c.end());
   }
   fs::path dir = MakeTempDir("cupti-dir").value();
   ScopedEnv folder("KFORGE_CUPTI", dir.string());
@@ -172,7 +182,8 @@ TEST(KernelRecordTest, GivenKernelsTheyAreGroupedByNameInOrderOfFirstStart) {
 TEST(KernelRecordTest, GivenAKernelEndingExactlyAtTheReturnItIsNotCountedAfterIt) {
   RecordContext c;
   c.window = {100, 500, 800};
-  json r = BuildKernelRecord({Kernel("k", 100, 500, 1), Kernel("k", 200, 501, 1), Kernel("k", 600, 700, 2)}, c);
+  json r = BuildKernelRecord(
+      {Kernel("k", 100, 500, 1), Kernel("k", 200, 501, 1), Kernel("k", 600, 700, 2)}, c);
   EXPECT_EQ(r["records"][0]["after_return"], 2);
   EXPECT_EQ(r["records"][0]["calls"], 3);
 }
@@ -199,7 +210,9 @@ TEST(KernelRecordTest, GivenThousandsOfKernelNamesTheRecordKeepsTheFirstAndCount
 TEST(KernelRecordTest, GivenOnlyCopiesTheRecordsAreEmptyAndTheCopiesCounted) {
   RecordContext c;
   c.call = "check set 0";
-  json r = BuildKernelRecord({Copy(Activity::Kind::kMemcpy, 10, 30, 16384), Copy(Activity::Kind::kMemcpy, 40, 50, 16384)}, c);
+  json r = BuildKernelRecord(
+      {Copy(Activity::Kind::kMemcpy, 10, 30, 16384), Copy(Activity::Kind::kMemcpy, 40, 50, 16384)},
+      c);
   EXPECT_TRUE(r["records"].empty());
   EXPECT_EQ(r["memcpy"]["count"], 2);
   EXPECT_EQ(r["memcpy"]["bytes"], 32768);
@@ -216,7 +229,9 @@ TEST(KernelRecordTest, GivenCopiesNotEnabledTheRecordSaysWhyInsteadOfCountingZer
 
 TEST(KernelRecordTest, GivenCuptiUnavailableTheRecordSaysWhy) {
   json r = UnavailableRecord("check set 0", "libcupti not found (looked at x)");
-  EXPECT_EQ(r, json({{"source", "cupti"}, {"available", false}, {"call", "check set 0"},
+  EXPECT_EQ(r, json({{"source", "cupti"},
+                     {"available", false},
+                     {"call", "check set 0"},
                      {"reason", "libcupti not found (looked at x)"}}));
   KernelRecorder never(nullptr, nullptr);
   json s = never.Stop();
@@ -269,7 +284,8 @@ TEST(ActivityDecodeTest, GivenEachRecordKindAsCuptiLaysItOutItIsDecoded) {
 
 // Without a driver CUPTI cannot attach: the recorder says so and the evaluation would go on.
 TEST(KernelRecorderTest, GivenNoDeviceStartSucceedsAndTheRecordIsUnavailableWithTheReason) {
-  if (cu::LoadCudaDriver().ok()) GTEST_SKIP() << "a CUDA driver is usable here (the GPU tests record for real)";
+  if (cu::LoadCudaDriver().ok())
+    GTEST_SKIP() << "a CUDA driver is usable here (the GPU tests record for real)";
   KernelRecorder r(nullptr, nullptr);
   r.Start("check set 0");
   EXPECT_FALSE(r.active());
@@ -286,7 +302,8 @@ TEST(KernelRecorderTest, GivenNoDeviceStartSucceedsAndTheRecordIsUnavailableWith
 TEST(CuptiLayoutTest, GivenTheInstalledHeaderTheModelledOffsetsMatchIt) {
   EXPECT_GE(CUPTI_API_VERSION, 130001) << "layouts were modelled on CUPTI 13.0; recheck them";
   static_assert(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == kKindConcurrentKernel);
-  static_assert(CUPTI_ACTIVITY_KIND_MEMCPY == kKindMemcpy && CUPTI_ACTIVITY_KIND_MEMSET == kKindMemset);
+  static_assert(CUPTI_ACTIVITY_KIND_MEMCPY == kKindMemcpy &&
+                CUPTI_ACTIVITY_KIND_MEMSET == kKindMemset);
   static_assert(CUPTI_ERROR_MAX_LIMIT_REACHED == kErrorMaxLimitReached);
   static_assert(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES == kErrorInsufficientPrivileges);
   static_assert(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED == kFlushForced);
