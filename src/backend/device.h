@@ -94,6 +94,21 @@ class Device {
   // Precision-relevant settings the candidate chose (e.g. OpenCL build options), as JSON.
   virtual nlohmann::json PrecisionReport() = 0;
 
+  // Which kernels the candidate ran, recorded over the next Launch() only (the raw "kernels"
+  // record of docs/worker-protocol.md; `call` names it there, e.g. "check set 0").
+  // StartKernelRecord arms the recorder; StopKernelRecord, after that Launch, ends recording
+  // and returns the record. A backend that can record never fails the evaluation for it: when
+  // its tracer cannot start (missing, no permission) Start still succeeds and the record says
+  // {"available": false, "reason"}. Backends without a recorder (the default) return
+  // Unavailable from both; the worker then writes no record.
+  virtual Status StartKernelRecord(const std::string& call) {
+    (void)call;
+    return Status::Unavailable("this backend does not record which kernels ran");
+  }
+  virtual Result<nlohmann::json> StopKernelRecord() {
+    return Status::Unavailable("this backend does not record which kernels ran");
+  }
+
   virtual Result<Peaks> MeasurePeaks() = 0;
   // Upper bounds from what the device is (attributes, ISA, clocks), without running anything.
   virtual Result<TheoreticalPeaks> ComputeTheoreticalPeaks() = 0;

@@ -128,4 +128,19 @@ fs::path DataDir() {
 #endif
 }
 
+std::string FindNvcc() {
+  if (const char* env = std::getenv("KFORGE_NVCC"); env && *env) return access(env, X_OK) == 0 ? env : "";
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/local/cuda/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::filesystem::path candidate = std::filesystem::path(path.substr(start, end - start)) / "nvcc";
+    if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace kforge

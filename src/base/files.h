@@ -48,4 +48,8 @@ std::filesystem::path ExecutableDir();
 // Folder of data shipped with kforge (problems/, prompts/, include/): $KFORGE_HOME, else
 // <exe>/../share/kforge when installed, else the source tree this binary was built from.
 std::filesystem::path DataDir();
+
+// The nvcc kforge compiles CUDA candidates with: $KFORGE_NVCC, else nvcc on PATH, else
+// /usr/local/cuda/bin/nvcc; "" when none is executable. (CUPTI is looked for beside it.)
+std::string FindNvcc();
 }  // namespace kforge

@@ -47,22 +47,6 @@ std::vector<std::string> NvccFlags(const BackendInfo& backend, const std::string
 
 bool IsNvcc(const BackendInfo& backend) { return std::string(backend.compiler) == "nvcc"; }
 
-// KFORGE_NVCC, else nvcc on PATH, else the toolkit's default location; "" when none exists.
-std::string NvccPath() {
-  if (const char* env = std::getenv("KFORGE_NVCC"); env && *env) return access(env, X_OK) == 0 ? env : "";
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  path += ":/usr/local/cuda/bin";
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    fs::path candidate = fs::path(path.substr(start, end - start)) / "nvcc";
-    if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    start = end + 1;
-  }
-  return "";
-}
-
 std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>& argv) {
   ProcessSpec spec;
   spec.argv = argv;
@@ -122,7 +106,7 @@ std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend) 
   static std::string version;
   std::lock_guard<std::mutex> lock(mu);
   if (version.empty()) {
-    std::string nvcc = NvccPath();
+    std::string nvcc = FindNvcc();
     std::string text = nvcc.empty() ? "" : RunForVersion(runner, {nvcc, "--version"});
     // Keep "Cuda compilation tools, release 13.0, V13.0.88" and the build line.
     std::string kept;
@@ -184,7 +168,7 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
     if (out.resources.is_discarded()) out.resources = nlohmann::json::object();
     return out;
   }
-  std::string tool = nvcc ? NvccPath() : "g++";
+  std::string tool = nvcc ? FindNvcc() : "g++";
   if (tool.empty()) {
     out.log = "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
               "toolkit, or put its bin/ on PATH, to build cuda candidates";

@@ -359,6 +359,7 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   job.device = options_.device;
   job.entry = backend_->entry;
   job.check_twice = false;
+  job.record_kernels = false;  // the wrapper traces the process itself (CUPTI allows one subscriber)
   job.sets.push_back(SetFor(trials_[0].bound, false));
   job.checks.push_back(0);
   WorkerFiles files;

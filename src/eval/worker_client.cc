@@ -21,7 +21,8 @@ void SetWorkerEnv(const fs::path& dir, ProcessSpec* spec) {
   std::map<std::string, std::string>& env = spec->env;
   env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES",
-                           "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT"}) {
+                           "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT",
+                           "KFORGE_CUPTI", "KFORGE_NVCC"}) {  // where the worker looks for libcupti
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   Result<fs::path> cache = CacheDir();

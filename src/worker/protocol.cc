@@ -80,7 +80,8 @@ json JobToJson(const Job& job) {
   for (const InputSet& s : job.sets) sets.push_back(SetToJson(s));
   json j = {{"backend", job.backend}, {"device", job.device}, {"library", job.library},
             {"entry", job.entry}, {"program_source_file", job.program_source_file},
-            {"sets", sets}, {"checks", job.checks}, {"check_twice", job.check_twice}, {"peaks", job.peaks}};
+            {"sets", sets}, {"checks", job.checks}, {"check_twice", job.check_twice}, {"peaks", job.peaks},
+            {"record_kernels", job.record_kernels}};
   if (job.timing) {
     const TimingPlan& t = *job.timing;
     j["timing"] = {{"sets", t.sets}, {"warmup_runs", t.warmup_runs}, {"warmup_ms", t.warmup_ms},
@@ -107,6 +108,7 @@ Result<Job> JobFromJson(const json& j) {
     }
     job.checks = j.value("checks", std::vector<int>{});
     job.check_twice = j.value("check_twice", true);
+    job.record_kernels = j.value("record_kernels", true);
     if (j.contains("timing")) {
       const json& t = j["timing"];
       TimingPlan p;

@@ -70,6 +70,9 @@ struct Job {
   bool check_twice = true;          // run each check set with both poisons (determinism)
   std::optional<TimingPlan> timing;
   bool peaks = false;               // only measure device peaks
+  // Record which kernels the first check ran (CUDA: CUPTI), result.json's "kernels". Off for
+  // jobs under a profiler or sanitizer, which trace the process themselves.
+  bool record_kernels = true;
 };
 
 nlohmann::json JobToJson(const Job& job);

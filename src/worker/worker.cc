@@ -3,7 +3,8 @@
 // The supervisor is trusted: it never loads candidate code. It forks the child, which opens
 // the device, loads the candidate and does what it is told over a socket, one step at a time:
 //   open device -> allocate and upload the check sets -> calibrate (null runs, before any
-//   candidate code is in the process) -> load -> checks (each set twice, two poisons) ->
+//   candidate code is in the process) -> load -> checks (each set twice, two poisons; the
+//   first one recorded: which kernels ran, result.json's "kernels") ->
 //   warm-up -> timed runs (each with fresh inputs drawn from a seed the supervisor picks,
 //   poisoned outputs and a flushed cache) -> precision report.
 // The supervisor takes the wall clock of every timed run itself, checks every timed output
@@ -84,7 +85,7 @@ class Child {
   Result<json> Alloc();
   Result<json> Reupload();
   Result<json> Load();
-  Result<json> Check(int set, int which, std::string* blob);
+  Result<json> Check(int set, int which, const std::string& record, std::string* blob);
   Result<json> Warmup(const json& cmd);
   Result<json> Prepare(const json& cmd);
   Result<json> Go(bool null);
@@ -129,7 +130,7 @@ Result<json> Child::Handle(const json& cmd, std::string* blob) {
   if (op == "load") return Load();
   int set = cmd.value("set", 0);
   if (set < 0 || set >= static_cast<int>(sets_.size())) return Status::InvalidArgument("no such set");
-  if (op == "check") return Check(set, cmd.value("which", 0), blob);
+  if (op == "check") return Check(set, cmd.value("which", 0), cmd.value("record", ""), blob);
   if (op == "hash_inputs") {
     KF_ASSIGN_OR_RETURN(std::vector<std::string> h, HashInputs(set));
     return json{{"hashes", h}};
@@ -268,11 +269,19 @@ Result<std::string> Child::CheckGuards(int set) {
   return std::string();
 }
 
-Result<json> Child::Check(int set, int which, std::string* blob) {
+// One check run. With `record` (the supervisor asks on the first check only) the device
+// records which kernels this one launch ran, between the poison and the read-back, so that
+// neither kforge's fills nor its copies are in it: the reply's "kernels".
+Result<json> Child::Check(int set, int which, const std::string& record, std::string* blob) {
   if (!loaded_) return Status::InvalidArgument("nothing loaded");
   KF_RETURN_IF_ERROR(Poison(set, which));
-  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(Args(set)));
+  bool recording = !record.empty() && device_->StartKernelRecord(record).ok();
+  Result<LaunchTiming> launched = device_->Launch(Args(set));
+  Result<json> kernels = recording ? device_->StopKernelRecord() : Result<json>(Status::Unavailable("not recorded"));
+  KF_RETURN_IF_ERROR(launched.status());
+  const LaunchTiming& t = *launched;
   json reply = {{"device_ms", t.device_ms}};
+  if (kernels.ok()) reply["kernels"] = *kernels;
   KF_ASSIGN_OR_RETURN(std::string overrun, CheckGuards(set));
   if (!overrun.empty()) reply["overrun"] = overrun;
   KF_ASSIGN_OR_RETURN(*blob, ReadOutputs(set));
@@ -527,8 +536,14 @@ Status Supervisor::Checks() {
       char tag = which ? 'b' : 'a';
       std::string stage = "check set " + std::to_string(set);
       Stage(stage + " poison " + tag);
-      Result<Message> m = Call(stage, {{"op", "check"}, {"set", set}, {"which", which}}, OutputBytes(in));
+      json cmd = {{"op", "check"}, {"set", set}, {"which", which}};
+      // The first check of the first set is recorded (docs/worker-protocol.md "kernels"); the
+      // record is copied into result.json as it came, never interpreted here.
+      const bool record = job_.record_kernels && !result_.contains("kernels") && set == job_.checks.front() && which == 0;
+      if (record) cmd["record"] = stage;
+      Result<Message> m = Call(stage, cmd, OutputBytes(in));
       if (!m.ok()) return Status::Ok();
+      if (record && m->head.contains("kernels")) result_["kernels"] = m->head["kernels"];
       if (m->blob.size() != OutputBytes(in)) return Fail(stage, "the candidate's process sent outputs of the wrong size");
       check[std::string("ms_") + tag] = m->head.value("device_ms", 0.0);
       if (!result_.contains("threads_after_first_run")) result_["threads_after_first_run"] = ChildThreads();

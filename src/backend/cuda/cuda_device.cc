@@ -4,6 +4,8 @@
 // kforge's driver calls share a context), one blocking stream created for this worker, two
 // timing events. A launch: event, kf_cuda_run, event, cuCtxSynchronize (device-wide: work the
 // candidate queued elsewhere is finished before outputs are read), host clock around it all.
+// One launch (the worker's first check) may be recorded through CUPTI (cupti.h): which kernels
+// ran, on which streams, and which ended after kf_cuda_run had returned.
 #include "backend/cuda/cuda_device.h"
 
 #include <dlfcn.h>
@@ -11,10 +13,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #define KF_CUDA_NO_RUNTIME_HEADER
 #include "abi/kforge_cuda.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cupti.h"
 #include "backend/host_args.h"
 
 namespace kforge {
@@ -53,6 +57,8 @@ class CudaDevice : public Device {
   Result<int64_t> ScratchBytes(const LaunchArgs& args) override;
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
   nlohmann::json PrecisionReport() override;
+  Status StartKernelRecord(const std::string& call) override;
+  Result<nlohmann::json> StopKernelRecord() override;
   Result<Peaks> MeasurePeaks() override;
   Result<TheoreticalPeaks> ComputeTheoreticalPeaks() override;
 
@@ -93,6 +99,7 @@ class CudaDevice : public Device {
   RunFn run_ = nullptr;
   ScratchFn scratch_ = nullptr;
   char error_[16384] = {};
+  std::unique_ptr<cupti::KernelRecorder> recorder_;  // armed for one launch, else null
 };
 
 CudaDevice::~CudaDevice() {
@@ -254,12 +261,16 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   MakeArgs(args, &c);
   error_[0] = '\0';
   KF_RETURN_IF_ERROR(Check(api_.CtxSetCurrent(ctx_), "cuCtxSetCurrent"));
+  cupti::KernelRecorder* rec = recorder_ && recorder_->active() ? recorder_.get() : nullptr;
   double h0 = NowMs();
+  if (rec) rec->MarkStart();
   KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "cuEventRecord"));
   int rc = run_ ? run_(&c.args) : 0;  // nothing loaded: a null run (the worker's calibration)
+  if (rec) rec->MarkReturned();
   cu::Result_t recorded = api_.EventRecord(end_, stream_);
   cu::Result_t synced = api_.CtxSynchronize();  // device-wide: side streams finish too
   double h1 = NowMs();
+  if (rec) rec->MarkSynced();
   if (rc != 0)
     return Status::InvalidArgument("kf_cuda_run returned " + std::to_string(rc) +
                                    (error_[0] ? std::string(": ") + error_ : std::string()));
@@ -270,6 +281,22 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   float ms = 0;
   KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&ms, start_, end_), "cuEventElapsedTime"));
   return LaunchTiming{ms, h1 - h0};
+}
+
+// CUPTI is enabled here and disabled in Stop: only the one recorded launch is traced, never a
+// warm-up or timed run.
+Status CudaDevice::StartKernelRecord(const std::string& call) {
+  recorder_ = std::make_unique<cupti::KernelRecorder>(ctx_, stream_);
+  recorder_->Start(call);
+  return Status::Ok();
+}
+
+Result<nlohmann::json> CudaDevice::StopKernelRecord() {
+  if (!recorder_) return Status::InvalidArgument("no kernel record was started");
+  api_.CtxSynchronize();  // the record must hold every kernel of the call, finished
+  nlohmann::json record = recorder_->Stop();
+  recorder_.reset();
+  return record;
 }
 
 nlohmann::json CudaDevice::PrecisionReport() {

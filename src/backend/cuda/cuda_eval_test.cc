@@ -15,6 +15,7 @@
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "eval/compiler.h"
+#include "eval/worker_client.h"
 #include "kforge/eval.h"
 
 namespace kforge {
@@ -51,9 +52,103 @@ class CudaEvalTest : public ::testing::Test {
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : Verdict{};
   }
+  // The first check of a `scale` candidate from testdata/kernels_cuda/ through the sandboxed
+  // kforge-worker, and result.json's "kernels" record of it. Skips where no libcupti is found.
+  nlohmann::json KernelRecordOf(const std::string& name) {
+    const BackendInfo& cuda = *FindBackend("cuda");
+    Result<std::string> arch = DeviceArch(*runner_, cuda, 0);
+    Result<CompileOutput> built = Compile(*runner_, cuda, kData / "kernels_cuda" / (name + ".cu"), CompileKind::kCandidate, *arch);
+    EXPECT_TRUE(built.ok() && built->ok) << (built.ok() ? built->log : built.status().ToString());
+    if (!built.ok() || !built->ok) return nullptr;
+    const int64_t n = 4096;
+    TensorShape x{"x", DType::kFloat32, {n}}, y{"y", DType::kFloat32, {n}};
+    Job job;
+    job.backend = "cuda";
+    job.entry = cuda.entry;
+    job.check_twice = false;
+    job.checks = {0};
+    job.sets.push_back({1.0, {{"n", n, double(n)}, {"scale", 2, 2.0}, {"shift", 0, 0.5}}, {{x, "", std::nullopt}}, {{y, "", std::nullopt}}});
+    WorkerFiles files;
+    files.library = built->library;
+    files.inputs = {{HostTensor{x, std::string(x.bytes(), '\0'), {}}}};
+    Limits limits;
+    limits.wall_seconds = 120;
+    limits.address_space_bytes = 0;  // CUDA reserves more address space than any sane limit
+    Result<WorkerRun> run = RunWorker(*runner_, job, files, limits);
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (!run.ok()) return nullptr;
+    Cleanup(*run);
+    EXPECT_TRUE(run->finished()) << run->process.Describe() << " at " << run->last_stage << ": " << run->result.dump(1);
+    nlohmann::json k = run->result.value("kernels", nlohmann::json());
+    std::cout << name << ": " << k.dump() << "\n";
+    return k;
+  }
   std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
   bool sanitize_ = false;
 };
+
+// Skips, saying why, when the worker found no libcupti; any other reason fails the test.
+#define KF_NEED_CUPTI(k)                                                                        \
+  do {                                                                                          \
+    ASSERT_TRUE((k).is_object()) << (k).dump();                                                 \
+    if (!(k).value("available", false)) {                                                       \
+      std::string why = (k).value("reason", "");                                                \
+      if (why.find("libcupti not found") != std::string::npos) GTEST_SKIP() << why;             \
+      FAIL() << "CUPTI is there but did not record: " << why;                                   \
+    }                                                                                           \
+  } while (0)
+
+bool HasKernel(const nlohmann::json& k, const std::string& part) {
+  for (const nlohmann::json& r : k["records"])
+    if (r["name"].get<std::string>().find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(CudaEvalTest, GivenACandidatesKernelRunsTheRecordNamesIt) {
+  nlohmann::json k = KernelRecordOf("own_kernel");
+  KF_NEED_CUPTI(k);
+  EXPECT_EQ(k["source"], "cupti");
+  EXPECT_EQ(k["call"], "check set 0");
+  ASSERT_EQ(k["records"].size(), 1u) << k.dump(1);
+  const nlohmann::json& r = k["records"][0];
+  EXPECT_NE(r["name"].get<std::string>().find("kf_record_scale"), std::string::npos) << r.dump();
+  EXPECT_EQ(r["calls"], 1);
+  EXPECT_GT(r["device_ms"].get<double>(), 0);
+  EXPECT_FALSE(r["graph"].get<bool>());
+  if (k.contains("harness_stream")) EXPECT_EQ(r["streams"], nlohmann::json::array({k["harness_stream"]})) << k.dump();
+  EXPECT_GT(k["window_ms"].get<double>(), 0);
+  // kforge's uploads and read-backs are outside the recorded call (the runtime's own start-up
+  // in the candidate's first call may copy a little).
+  EXPECT_LT(k["memcpy"]["bytes"].get<int64_t>(), 4096 * 4) << k.dump(1);
+  EXPECT_EQ(k["memset"]["count"], 0) << "kforge's poison fill is outside the recorded call";
+}
+
+TEST_F(CudaEvalTest, GivenADecoyKernelNeverLaunchedTheRecordHoldsOnlyTheCopies) {
+  nlohmann::json k = KernelRecordOf("host_decoy");
+  KF_NEED_CUPTI(k);
+  EXPECT_TRUE(k["records"].empty()) << k.dump(1);
+  EXPECT_GE(k["memcpy"]["count"].get<int>(), 2) << k.dump(1);
+  EXPECT_GE(k["memcpy"]["bytes"].get<int64_t>(), 2 * 4096 * 4) << k.dump(1);
+}
+
+TEST_F(CudaEvalTest, GivenAKernelLeftRunningOnItsOwnStreamTheRecordSeesItEndAfterTheReturn) {
+  nlohmann::json k = KernelRecordOf("own_stream");
+  KF_NEED_CUPTI(k);
+  ASSERT_TRUE(HasKernel(k, "kf_record_side")) << k.dump(1);
+  const nlohmann::json& r = k["records"][0];
+  EXPECT_EQ(r["after_return"], 1) << k.dump(1);
+  if (k.contains("harness_stream")) {
+    for (const nlohmann::json& s : r["streams"]) EXPECT_NE(s, k["harness_stream"]) << k.dump(1);
+  }
+  EXPECT_GT(k["host"]["synced_ms"].get<double>(), k["host"]["return_ms"].get<double>());
+}
+
+TEST_F(CudaEvalTest, GivenAGraphLaunchTheRecordSeesItsKernelAsAGraphNode) {
+  nlohmann::json k = KernelRecordOf("graph_launch");
+  KF_NEED_CUPTI(k);
+  ASSERT_TRUE(HasKernel(k, "kf_record_graph")) << k.dump(1);
+  EXPECT_TRUE(k["records"][0]["graph"].get<bool>()) << k.dump(1);
+}
 
 TEST_F(CudaEvalTest, GivenACorrectKernelItIsJudgedCorrectWithResourcesAndFingerprint) {
   Verdict v = Eval("control_good");
