@@ -155,7 +155,11 @@ KernelAccounting AccountKernels(const json& raw, const std::string& source, doub
   a.available = true;
   const std::vector<std::string> own = OwnKernelNames(source), namespaces = DeclaredNamespaces(source);
   double own_ms = 0, library_ms = 0;
-  int64_t own_calls = 0, library_calls = 0, after_return = 0, graph_calls = 0;
+  int64_t own_calls = 0, library_calls = 0, after_return = 0, side_after_return = 0, graph_calls = 0;
+  // Kernels on the harness's own stream always end after an asynchronous launch returns; only
+  // work on other streams escapes the timing events (the device-wide synchronize still waits).
+  const bool harness_known = raw.contains("harness_stream") && raw["harness_stream"].is_number_integer();
+  const int64_t harness = harness_known ? raw["harness_stream"].get<int64_t>() : -1;
   std::vector<int64_t> streams;
   std::vector<std::pair<double, std::string>> libraries, ran;
   json records = json::array();
@@ -168,6 +172,9 @@ KernelAccounting AccountKernels(const json& raw, const std::string& source, doub
     (mine ? own_ms : library_ms) += ms;
     (mine ? own_calls : library_calls) += calls;
     after_return += r.value("after_return", int64_t{0});
+    bool side = false;
+    for (const json& st : r.value("streams", json::array())) side |= harness_known && st.is_number_integer() && st.get<int64_t>() != harness;
+    if (side) side_after_return += r.value("after_return", int64_t{0});
     if (r.value("graph", false)) graph_calls += calls;
     for (const json& st : r.value("streams", json::array()))
       if (st.is_number_integer() && std::find(streams.begin(), streams.end(), st.get<int64_t>()) == streams.end())
@@ -189,7 +196,10 @@ KernelAccounting AccountKernels(const json& raw, const std::string& source, doub
   a.summary["streams"] = streams.size();
   a.summary["graph_calls"] = graph_calls;
   a.summary["after_return"] = after_return;
+  a.summary["side_stream_after_return"] = side_after_return;
   a.summary["memcpy"] = raw.value("memcpy", json::object());
+  if (raw.contains("memset")) a.summary["memset"] = raw["memset"];
+  if (raw.value("dropped", 0) > 0) a.summary["dropped"] = raw["dropped"];
   a.summary["records"] = records;
   auto top_libraries = [&] {
     std::string out;
@@ -220,10 +230,13 @@ KernelAccounting AccountKernels(const json& raw, const std::string& source, doub
   }
   if (!a.no_custom_kernel && total > 0 && library_ms / total > 0.9)
     a.warnings.push_back(fmt::format("{:.0f}% of device time in library kernels: {}", 100 * library_ms / total, top_libraries()));
-  if (after_return > 0)
-    a.warnings.push_back(fmt::format("{} kernel launch(es) ended after the candidate's function returned (work left "
-                                     "running; the harness's device-wide synchronize waited for it and timed it)",
-                                     after_return));
+  if (side_after_return > 0)
+    a.warnings.push_back(fmt::format("{} kernel launch(es) on streams other than the harness's ended after the "
+                                     "candidate's function returned (work left running; the device-wide synchronize "
+                                     "waited for it, and the supervisor's clock timed it)",
+                                     side_after_return));
+  if (raw.value("dropped", 0) > 0)
+    a.warnings.push_back(fmt::format("the kernel record is incomplete: {} activity records dropped", raw.value("dropped", 0)));
   if (streams.size() > 1) a.warnings.push_back(fmt::format("kernels ran on {} streams", streams.size()));
   if (graph_calls > 0) a.warnings.push_back(fmt::format("{} kernel(s) ran from CUDA graphs", graph_calls));
   return a;

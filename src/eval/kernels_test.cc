@@ -66,7 +66,8 @@ TEST(KernelNamesTest, MangledDemangledAndTritonNamesMatchTheirOwnKernelOnly) {
 }
 
 json Record(std::vector<json> records, json memcpy = json::object()) {
-  return {{"source", "cupti"}, {"available", true}, {"call", "check set 0"}, {"records", records}, {"memcpy", memcpy}};
+  return {{"source", "cupti"}, {"available", true}, {"call", "check set 0"}, {"records", records}, {"memcpy", memcpy},
+          {"harness_stream", 7}};
 }
 
 json Kernel(const std::string& name, double ms, int calls = 1, json extra = json::object()) {
@@ -126,14 +127,16 @@ TEST(KernelAccountingTest, GivenALibraryGemmWithAnOwnEpilogueThatWritesTheOutput
 
 TEST(KernelAccountingTest, WorkLeftRunningSideStreamsAndGraphsAreReported) {
   KernelAccounting a = AccountKernels(
-      Record({Kernel("relu_kernel", 0.4, 1, {{"streams", {7, 21}}, {"after_return", 1}}), Kernel("add_bias", 0.1, 3, {{"graph", true}})}),
+      Record({Kernel("relu_kernel", 0.4, 1, {{"streams", {7, 21}}, {"after_return", 1}}),
+              Kernel("add_bias", 0.1, 3, {{"graph", true}, {"after_return", 3}})}),  // on the harness's stream: asynchronous, fine
       kCuda, 4e6, 4800);
   EXPECT_FALSE(a.no_custom_kernel);
   EXPECT_EQ(a.summary["streams"], 2);
-  EXPECT_EQ(a.summary["after_return"], 1);
+  EXPECT_EQ(a.summary["after_return"], 4);
+  EXPECT_EQ(a.summary["side_stream_after_return"], 1);
   EXPECT_EQ(a.summary["graph_calls"], 3);
   ASSERT_EQ(a.warnings.size(), 3u);
-  EXPECT_NE(a.warnings[0].find("ended after the candidate's function returned"), std::string::npos);
+  EXPECT_NE(a.warnings[0].find("1 kernel launch(es) on streams other than the harness's ended after"), std::string::npos) << a.warnings[0];
   EXPECT_NE(a.warnings[1].find("2 streams"), std::string::npos);
   EXPECT_NE(a.warnings[2].find("CUDA graphs"), std::string::npos);
 }
