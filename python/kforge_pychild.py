@@ -25,6 +25,8 @@ import time
 import traceback
 import types
 
+import kforge_kernels
+
 MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
 PR_SET_PDEATHSIG = 1
 CHUNK = 8 << 20  # bytes per socket read of a large blob (a multiple of every element size)
@@ -371,15 +373,18 @@ class Device:
             pass
         return fp
 
-    def timed_call(self, fn):
+    def timed_call(self, fn, returned=None):
         """Runs fn once between device timers; returns (output, device_ms, host_ms). Both are the
-        child's own clocks: the supervisor's wall clock is the trusted one."""
+        child's own clocks: the supervisor's wall clock is the trusted one. returned(), when
+        given, runs the moment fn returns, before anything waits for the device."""
         t = self.torch
         if self.cuda:
             start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
             h0 = time.perf_counter()
             start.record()
             out = fn()
+            if returned is not None:
+                returned()
             end.record()
             t.cuda.synchronize()
             h1 = time.perf_counter()
@@ -719,7 +724,10 @@ class Child:
         self.poison(i, which)
         self.device.sync()
         with self.torch.no_grad():
-            outs, ms, _ = self.device.timed_call(self.function(i, inp))
+            if msg.get("record_kernels"):
+                outs, ms, reply["kernels"] = self.recorded_call(self.function(i, inp), "check set %d" % i)
+            else:
+                outs, ms, _ = self.device.timed_call(self.function(i, inp))
         check_outputs(outs, self.spec["sets"][i]["outputs"])
         reply["overrun"] = self.overrun(i, which)
         reply["ms"] = ms
@@ -728,6 +736,26 @@ class Child:
         arrays = [tensor_array(t) for t in outs]
         reply["outputs"] = [{"name": d["name"], "nbytes": a.nbytes} for d, a in zip(self.spec["sets"][i]["outputs"], arrays)]
         return reply, arrays
+
+    def recorded_call(self, fn, call):
+        """timed_call under torch.profiler (kforge_kernels.py): (outputs, device_ms, the kernels
+        record). A profiler that cannot start or read back makes a record that says why; the
+        call itself runs either way, and the candidate's own exception passes through."""
+        if not self.device.cuda:
+            outs, ms, _ = self.device.timed_call(fn)
+            return outs, ms, kforge_kernels.unavailable(
+                "the device is the CPU (%s): torch.profiler's CUDA activity records device kernels only" % self.device.spec)
+        recorder = kforge_kernels.Recorder(self.torch, call)
+        why = recorder.start()
+        if why is not None:
+            outs, ms, _ = self.device.timed_call(fn)
+            return outs, ms, kforge_kernels.unavailable(why)
+        try:
+            outs, ms, _ = self.device.timed_call(fn, returned=recorder.returned)
+        except BaseException:
+            recorder.abandon()
+            raise
+        return outs, ms, recorder.finish()
 
     def cmd_precision(self, msg):
         return {"state": precision_state(self.torch)}, ()

@@ -39,6 +39,7 @@ FLUSH_EVERY = 4  # null runs flush the cache in every FLUSH_EVERY-th run only
 PR_SET_DUMPABLE = 4
 CHILD_OUTPUT_TAIL = 64 << 10  # bytes of the child's stdout/stderr kept and passed on
 CHILD_OUTPUT_CAP = 64 << 20  # more than this from the child is a flood: it is killed
+MAX_KERNELS_RECORD = 1 << 20  # bytes of the child's kernels record (JSON) passed on
 
 
 # --- Files in the job folder: written atomically, each with its SHA-256. ----------------------
@@ -392,8 +393,11 @@ class Supervisor:
             runs = ((0, "a"), (1, "b")) if twice else ((0, "a"),)
             for which, letter in runs:
                 self.stage("check set %d run %s" % (i, letter))
+                record = n == 0 and letter == "a" and self.spec["mode"] == "candidate"
                 r = self.call({"cmd": "check", "set": i, "which": which, "before": letter == "a",
-                               "after": letter == runs[-1][1]})
+                               "after": letter == runs[-1][1], "record_kernels": record})
+                if record:
+                    res.data["kernels"] = kernels_record(r.get("kernels"))
                 expected = self.spec["sets"][i]["outputs"]
                 self.expect_outputs(r, expected)
                 for d, n_bytes in zip(expected, r["blobs"]):
@@ -579,6 +583,17 @@ class Supervisor:
         for f in found:
             if len(issues) < 20:
                 issues.append(f)
+
+
+def kernels_record(record):
+    """The child's kernels record (kforge_kernels.py) as it came, for the orchestrator to read
+    (docs/worker-protocol.md); only its type and size are checked here."""
+    if not isinstance(record, dict):
+        return {"source": "torch.profiler", "available": False, "reason": "the child sent no kernels record"}
+    if len(json.dumps(record)) > MAX_KERNELS_RECORD:
+        return {"source": "torch.profiler", "available": False,
+                "reason": "the child's kernels record is larger than %d bytes" % MAX_KERNELS_RECORD}
+    return record
 
 
 def run_job(folder):

@@ -29,7 +29,10 @@ std::string PythonInterpreter() {
 fs::path PythonWorkerScript() { return DataDir() / "python" / "kforge_pyworker.py"; }
 
 std::map<std::string, fs::path> PythonWorkerFiles() {
-  return {{"kforge_pyworker.py", PythonWorkerScript()}, {"kforge_pychild.py", DataDir() / "python" / "kforge_pychild.py"}};
+  const fs::path dir = DataDir() / "python";
+  return {{"kforge_pyworker.py", PythonWorkerScript()},
+          {"kforge_pychild.py", dir / "kforge_pychild.py"},
+          {"kforge_kernels.py", dir / "kforge_kernels.py"}};
 }
 
 namespace {

@@ -22,8 +22,9 @@ namespace kforge {
 std::string PythonInterpreter();
 // DataDir()/python/kforge_pyworker.py.
 std::filesystem::path PythonWorkerScript();
-// The worker's files, by name: kforge_pyworker.py (the supervisor) and kforge_pychild.py (the
-// child it forks), both under DataDir()/python; every job folder gets both.
+// The worker's files, by name: kforge_pyworker.py (the supervisor), kforge_pychild.py (the
+// child it forks) and kforge_kernels.py (the child's kernel recording), all under
+// DataDir()/python; every job folder gets them all.
 std::map<std::string, std::filesystem::path> PythonWorkerFiles();
 
 // `kforge_pyworker.py probe` in the sandbox, once per process: {"python", "torch",

@@ -94,6 +94,43 @@ class PyTorchTest : public ::testing::Test {
     return t.value("wall_median_ms", 0.0) - t.value("overhead_ms", 0.0);
   }
 
+  // The first CUDA device the probe saw ("cuda:0"), or "" without one.
+  std::string CudaDevice() const {
+    for (const nlohmann::json& d : probe_.value("devices", nlohmann::json::array()))
+      if (d.get<std::string>().rfind("cuda", 0) == 0) return "cuda:0";
+    return "";
+  }
+  // One candidate job of the Python worker, straight through RunPythonWorker (no verdict): set
+  // 0 of problem 12 at 16x64x32, checked twice, not timed; `device` "cpu" or "cuda:0".
+  WorkerRun CheckOnly(const fs::path& candidate, const std::string& device) {
+    nlohmann::json set = {{"seed", 7}, {"magnitude", 1.0},
+                          {"overrides", {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}}},
+                          {"outputs", {{{"name", "out"}, {"dtype", "float32"}, {"dims", {16, 32}}}}}};
+    nlohmann::json job = {{"mode", "candidate"}, {"device", device}, {"sets", {set}}, {"checks", {0}},
+                          {"check_twice", true}, {"candidate", "candidate.py"}, {"entry", "ModelNew"},
+                          {"problem", {{"kind", "kernelbench"}, {"module", "problem.py"}}}};
+    if (device == "cpu") job["interpret"] = true;
+    PythonJobFiles files;
+    files.copies = {{"candidate.py", candidate}, {"problem.py", kGemm}};
+    Limits limits;
+    limits.address_space_bytes = 0;
+    limits.cpu_seconds = 0;
+    limits.wall_seconds = 600;
+    Result<WorkerRun> run = RunPythonWorker(*runner_, job, files, limits);
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (!run.ok()) return {};
+    EXPECT_TRUE(run->finished()) << run->result.dump(1) << "\n" << run->process.err;
+    EXPECT_FALSE(run->result.contains("error")) << run->result.dump(1);
+    return *run;
+  }
+  // The names in a job's kernels record (docs/worker-protocol.md, "kernels").
+  static std::vector<std::string> KernelNames(const WorkerRun& run) {
+    std::vector<std::string> names;
+    for (const nlohmann::json& r : run.result["kernels"].value("records", nlohmann::json::array()))
+      names.push_back(r.value("name", ""));
+    return names;
+  }
+
   std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
   nlohmann::json probe_;
 };
@@ -350,6 +387,80 @@ TEST_F(PyTorchTest, GivenATritonModelNewOnAKernelBenchProblemTheInterpreterJudge
   Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_triton.py", o, *runner_);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+}
+
+// --- Issue 10 item 6: the kernels one checking call ran (python/kforge_kernels.py). -------------
+
+TEST_F(PyTorchTest, GivenACpuDeviceTheKernelsRecordSaysUnavailableWithAReasonAndTheChecksStillRun) {
+  WorkerRun run = CheckOnly(kKb / "candidates" / "12_torch_ops.py", "cpu");
+  ASSERT_TRUE(run.result.contains("kernels")) << run.result.dump(1);
+  const nlohmann::json& k = run.result["kernels"];
+  EXPECT_EQ(k["source"], "torch.profiler");
+  EXPECT_EQ(k["available"], false);
+  EXPECT_NE(k.value("reason", "").find("the device is the CPU"), std::string::npos) << k.dump();
+  ASSERT_EQ(run.result.value("checks", nlohmann::json::array()).size(), 1u) << run.result.dump(1);
+  EXPECT_TRUE(run.result["checks"][0].contains("ms_b"));
+  Cleanup(run);
+  // And a judgement over the same worker is still correct.
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  o.quick = false;
+  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_torch_ops.py", o, *runner_);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+}
+
+// GPU cases: they skip without a CUDA device (and nvcc for load_inline, Triton for Triton).
+TEST_F(PyTorchTest, GivenAnInlineCudaKernelThatDoesTheWorkItsNameIsInTheKernelsRecord) {
+  const std::string device = CudaDevice();
+  if (device.empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
+  WorkerRun run = CheckOnly(kKb / "candidates" / "12_load_inline_cuda.py", device);
+  const nlohmann::json& k = run.result["kernels"];
+  ASSERT_EQ(k.value("available", false), true) << k.dump(1);
+  EXPECT_EQ(k["call"], "check set 0");
+  std::vector<std::string> names = KernelNames(run);
+  bool own = false;
+  for (const std::string& n : names) own |= n.rfind("gemm_mul_leaky_kernel(", 0) == 0;
+  EXPECT_TRUE(own) << k.dump(1);
+  for (const nlohmann::json& r : k["records"]) {
+    EXPECT_GE(r.value("calls", 0), 1) << r.dump();
+    EXPECT_GT(r.value("device_ms", 0.0), 0.0) << r.dump();
+    EXPECT_FALSE(r.value("streams", nlohmann::json::array()).empty()) << r.dump();
+  }
+  Cleanup(run);
+}
+
+TEST_F(PyTorchTest, GivenADecoyExtensionThatComputesWithTorchOnlyLibraryKernelsAreInTheRecord) {
+  const std::string device = CudaDevice();
+  if (device.empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
+  WorkerRun run = CheckOnly(kKb / "candidates" / "12_load_inline_decoy.py", device);
+  const nlohmann::json& k = run.result["kernels"];
+  ASSERT_EQ(k.value("available", false), true) << k.dump(1);
+  std::vector<std::string> names = KernelNames(run);
+  EXPECT_FALSE(names.empty()) << k.dump(1);
+  for (const std::string& n : names) {
+    EXPECT_EQ(n.find("decoy_scale_kernel"), std::string::npos) << n;
+    // cuBLAS/cuBLASLt GEMMs (sm90_xmma_..., nvjet_..., cutlass) and ATen's own kernels.
+    bool library = n.find("at::native") != std::string::npos || n.find("gemm") != std::string::npos ||
+                   n.find("cublas") != std::string::npos || n.find("cutlass") != std::string::npos ||
+                   n.rfind("nvjet", 0) == 0 || n.find("xmma") != std::string::npos;
+    EXPECT_TRUE(library) << n;
+  }
+  Cleanup(run);
+}
+
+TEST_F(PyTorchTest, GivenATritonModelNewOnTheGpuItsJitFunctionIsInTheKernelsRecord) {
+  const std::string device = CudaDevice();
+  if (device.empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  WorkerRun run = CheckOnly(kKb / "candidates" / "12_triton.py", device);
+  const nlohmann::json& k = run.result["kernels"];
+  ASSERT_EQ(k.value("available", false), true) << k.dump(1);
+  std::vector<std::string> names = KernelNames(run);
+  EXPECT_NE(std::find(names.begin(), names.end(), "gemm_epilogue"), names.end()) << k.dump(1);
+  Cleanup(run);
 }
 
 }  // namespace

@@ -1,0 +1,209 @@
+"""Which device kernels one call of a Python candidate ran: torch.profiler around one checking
+call, read back as the worker's `kernels` record (docs/worker-protocol.md, "kernels").
+
+Runs in the child (kforge_pychild.py), so what it reports is the candidate's to forge like every
+other thing the child says; the orchestrator's classifier (src/eval/kernels.cc) reads it as an
+account, not as proof.
+
+Three parts, each usable alone:
+- group_events(events, ...): plain KernelEvent tuples -> the record (no torch needed: tests feed
+  it fake events);
+- trace_events(trace): a Kineto chrome trace (the dict torch.profiler exports) -> KernelEvents;
+- Recorder: starts the profiler, brackets the call, and turns the trace into the record; every
+  failure becomes {"available": false, "reason": ...}, never an exception.
+
+Time base. Kineto reports device activity (CUPTI records) on the host's clock: the trace's
+`baseTimeNanoseconds + ts * 1000` is Unix-epoch nanoseconds, time.time_ns()'s clock (seen with
+torch 2.11 and CUPTI 13 on an H200: a kernel still running when the call returned ended 2.4 ms
+after time.time_ns() read there). Recorder checks that on every record with a probe kernel of
+its own launched and synchronized just before the call: a probe that ends outside the host
+times around it means the clocks disagree (or CUPTI recorded nothing), and the record says so
+instead of counting kernels against the wrong clock.
+"""
+import collections
+import json
+import os
+import tempfile
+import time
+import warnings
+
+SOURCE = "torch.profiler"
+MAX_RECORDS = 200       # distinct kernel names kept (the longest-running); the rest are counted
+MAX_NAME = 2000         # characters of a kernel name kept
+CLOCK_SLACK_NS = 200000  # how far the probe may sit outside its host bracket (clock rounding)
+
+# kind: "kernel", "memcpy" or "memset"; times in host-clock nanoseconds; stream: CUPTI's stream
+# id; graph: launched by a CUDA graph; nbytes: bytes a copy or memset moved (0 for kernels).
+KernelEvent = collections.namedtuple("KernelEvent", "kind name start_ns end_ns stream graph nbytes")
+
+
+def unavailable(reason):
+    return {"source": SOURCE, "available": False, "reason": reason}
+
+
+def group_events(events, returned_ns, call, window_ms):
+    """The record of one call: kernels grouped by name (calls, total device time, streams, graph,
+    how many ended after the host saw the call return at returned_ns), the longest-running
+    first; copies and memsets together under `memcpy`."""
+    by_name = {}
+    copies = {"count": 0, "device_ms": 0.0, "bytes": 0}
+    for e in events:
+        ms = max(0, e.end_ns - e.start_ns) / 1e6
+        if e.kind != "kernel":
+            copies["count"] += 1
+            copies["device_ms"] += ms
+            copies["bytes"] += int(e.nbytes or 0)
+            continue
+        name = str(e.name)[:MAX_NAME]
+        r = by_name.setdefault(name, {"name": name, "calls": 0, "device_ms": 0.0, "streams": set(),
+                                      "graph": False, "after_return": 0})
+        r["calls"] += 1
+        r["device_ms"] += ms
+        r["streams"].add(int(e.stream))
+        r["graph"] = r["graph"] or bool(e.graph)
+        r["after_return"] += 1 if e.end_ns > returned_ns else 0
+    records = sorted(by_name.values(), key=lambda r: (-r["device_ms"], r["name"]))
+    for r in records:
+        r["streams"] = sorted(r["streams"])
+        r["device_ms"] = round(r["device_ms"], 6)
+    copies["device_ms"] = round(copies["device_ms"], 6)
+    out = {"source": SOURCE, "available": True, "call": call, "records": records[:MAX_RECORDS],
+           "memcpy": copies, "window_ms": round(window_ms, 6)}
+    if len(records) > MAX_RECORDS:
+        out["records_left_out"] = len(records) - MAX_RECORDS
+    return out
+
+
+KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gpu_memset": "memset", "memset": "memset"}
+LAUNCHES = ("cuda_runtime", "cuda_driver", "runtime", "driver")
+
+
+def trace_events(trace):
+    """KernelEvents of a Kineto chrome trace, sorted by start. Categories as Kineto names them
+    ("kernel", "gpu_memcpy", "gpu_memset"; capitalised in older versions); ts and dur are
+    microseconds since baseTimeNanoseconds (absent, 0, in older versions). A kernel is a graph's
+    when the runtime call it correlates with is a graph launch."""
+    base = int(trace.get("baseTimeNanoseconds", 0))
+    raw = [e for e in trace.get("traceEvents", []) if isinstance(e, dict) and e.get("ph") == "X"]
+    graph_launches = set()
+    for e in raw:
+        if str(e.get("cat", "")).lower() in LAUNCHES and "GraphLaunch" in str(e.get("name", "")):
+            graph_launches.add((e.get("args") or {}).get("correlation"))
+    graph_launches.discard(None)
+    out = []
+    for e in raw:
+        kind = KINDS.get(str(e.get("cat", "")).lower())
+        if kind is None:
+            continue
+        args = e.get("args") or {}
+        start = base + int(round(float(e["ts"]) * 1000))
+        end = start + int(round(float(e.get("dur", 0)) * 1000))
+        out.append(KernelEvent(kind, str(e.get("name", "")), start, end, int(args.get("stream", e.get("tid", -1)) or 0),
+                               args.get("correlation") in graph_launches, int(args.get("bytes", 0) or 0)))
+    out.sort(key=lambda k: k.start_ns)
+    return out
+
+
+def split_probe(events, before_ns, after_ns):
+    """(the probe's event, the others): the probe is the first device activity of the window
+    (everything earlier was synchronized before the profiler started). None when there is none
+    or it lies outside [before_ns, after_ns] (with CLOCK_SLACK_NS): then the trace's clock is not
+    the host's, or nothing was recorded."""
+    if not events:
+        return None, events
+    probe = events[0]
+    if probe.start_ns < before_ns - CLOCK_SLACK_NS or probe.end_ns > after_ns + CLOCK_SLACK_NS:
+        return None, events
+    return probe, events[1:]
+
+
+class Recorder:
+    """torch.profiler (CUDA activity only: kernels, copies, and the runtime calls that launched
+    them) around one call. start() before it, returned() the moment it returns (before the
+    synchronize), finish() after the synchronize. Costs the profiler's start-up once per process
+    (CUPTI, 3.4 to 4.9 s on an H200) and a few milliseconds per call; never used for timed runs.
+    CUPTI is torn down afterwards (TEARDOWN_CUPTI=1), so later launches cost what they did before;
+    only one profile per process, since re-initialising CUPTI after a teardown can crash with
+    CUDA graphs (torch itself keeps CUPTI attached when Inductor's cudagraphs are on)."""
+
+    def __init__(self, torch, call):
+        self.torch, self.call = torch, call
+        self.prof = None
+        self.returned_ns = self.probe_before_ns = self.probe_after_ns = None
+        self.start_seconds = 0.0
+
+    def start(self):
+        """Starts profiling and runs the probe; returns None, or why no record can be made
+        (then profiling is off again)."""
+        torch = self.torch
+        try:
+            from torch.profiler import ProfilerActivity, profile
+            stream = torch.cuda.Stream()
+            probe = torch.zeros(1, device="cuda")
+            torch.cuda.synchronize()
+            # Without a teardown CUPTI stays attached after the profile and every later launch
+            # costs about 2.5 us more on the host (H200, torch 2.11): the timed runs would pay.
+            os.environ.setdefault("TEARDOWN_CUPTI", "1")
+            self.prof = profile(activities=[ProfilerActivity.CUDA])
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():  # "Profiler clears events at the end of each cycle"
+                warnings.simplefilter("ignore")
+                self.prof.__enter__()
+            self.start_seconds = time.perf_counter() - t0
+            self.probe_before_ns = time.time_ns()
+            with torch.cuda.stream(stream):
+                probe.add_(1.0)
+            torch.cuda.synchronize()
+            self.probe_after_ns = time.time_ns()
+            return None
+        except Exception as e:
+            self.abandon()
+            return "torch.profiler did not start: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+
+    def returned(self):
+        self.returned_ns = time.time_ns()
+
+    def abandon(self):
+        """Stops profiling without a record (the call raised, or start failed)."""
+        prof, self.prof = self.prof, None
+        if prof is not None:
+            try:
+                prof.__exit__(None, None, None)
+            except Exception:
+                pass
+
+    def finish(self):
+        """Stops profiling and returns the record (or why there is none)."""
+        ended_ns = time.time_ns()
+        prof, self.prof = self.prof, None
+        try:
+            prof.__exit__(None, None, None)
+            trace = export_trace(prof)
+        except Exception as e:
+            return unavailable("torch.profiler failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
+        events = trace_events(trace)
+        probe, events = split_probe(events, self.probe_before_ns, self.probe_after_ns)
+        if probe is None:
+            return unavailable("torch.profiler recorded no probe kernel between the host times around it "
+                               "(no CUPTI in this torch build, or its clock is not time.time_ns()'s); %d device events"
+                               % len(events))
+        returned = self.returned_ns if self.returned_ns is not None else ended_ns
+        record = group_events(events, returned, self.call, (ended_ns - self.probe_after_ns) / 1e6)
+        record["profiler_start_s"] = round(self.start_seconds, 3)
+        return record
+
+
+def export_trace(prof):
+    """The profile as the chrome-trace dict Kineto writes (the one export with copy sizes and
+    categories), through a temporary file that is removed again."""
+    fd, path = tempfile.mkstemp(prefix=".kf-trace-", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            return json.load(f)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
