@@ -451,6 +451,25 @@ TEST_F(PyTorchTest, GivenADecoyExtensionThatComputesWithTorchOnlyLibraryKernelsA
   Cleanup(run);
 }
 
+// The verdicts on the GPU: a decoy extension is no_custom_kernel, the honest one correct.
+TEST_F(PyTorchTest, GivenADecoyExtensionOnTheGpuTheVerdictIsNoCustomKernelAndTheInlineKernelIsCorrect) {
+  if (CudaDevice().empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  o.quick = false;
+  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  Result<Verdict> decoy = Evaluate(*p, kKb / "candidates" / "12_load_inline_decoy.py", o, *runner_);
+  ASSERT_TRUE(decoy.ok()) << decoy.status().ToString();
+  ASSERT_TRUE(decoy->kernels.value("available", false)) << decoy->kernels.dump(1);
+  EXPECT_EQ(decoy->status, VerdictStatus::kNoCustomKernel) << decoy->message;
+  EXPECT_NE(decoy->message.find("decoy_scale_kernel"), std::string::npos) << decoy->message;
+  Result<Verdict> own = Evaluate(*p, kKb / "candidates" / "12_load_inline_cuda.py", o, *runner_);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own->status, VerdictStatus::kCorrect) << own->message;
+  EXPECT_GE(own->kernels.value("own_calls", 0), 1) << own->kernels.dump(1);
+}
+
 TEST_F(PyTorchTest, GivenATritonModelNewOnTheGpuItsJitFunctionIsInTheKernelsRecord) {
   const std::string device = CudaDevice();
   if (device.empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";

@@ -150,6 +150,35 @@ TEST_F(CudaEvalTest, GivenAGraphLaunchTheRecordSeesItsKernelAsAGraphNode) {
   EXPECT_TRUE(k["records"][0]["graph"].get<bool>()) << k.dump(1);
 }
 
+// The verdicts kernel accounting gives (docs/evaluation.md, "Kernels accounted for").
+TEST_F(CudaEvalTest, GivenADecoyKernelAndTheWorkOnTheHostTheVerdictIsNoCustomKernel) {
+  Verdict v = Eval("host_decoy", 60, "kernels_cuda");
+  if (!v.kernels.value("available", false)) GTEST_SKIP() << "no kernel record here: " << v.kernels.dump();
+  EXPECT_EQ(v.status, VerdictStatus::kNoCustomKernel) << v.message;
+  EXPECT_EQ(v.gate, "kernels");
+  EXPECT_NE(v.message.find("kf_decoy_scale"), std::string::npos) << v.message;
+  EXPECT_EQ(v.kernels["own_calls"], 0) << v.kernels.dump(1);
+  EXPECT_TRUE(v.timing.has_value()) << "its outputs were right and it was timed";
+}
+
+TEST_F(CudaEvalTest, GivenItsOwnKernelDoingTheWorkTheVerdictIsCorrectWithTheKernelAccounted) {
+  Verdict v = Eval("own_kernel", 60, "kernels_cuda");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  if (!v.kernels.value("available", false)) GTEST_SKIP() << "no kernel record here: " << v.kernels.dump();
+  EXPECT_GE(v.kernels["own_calls"].get<int>(), 1) << v.kernels.dump(1);
+  EXPECT_DOUBLE_EQ(v.kernels["own_share"].get<double>(), 1.0) << v.kernels.dump(1);
+}
+
+TEST_F(CudaEvalTest, GivenWorkLeftRunningOnItsOwnStreamTheVerdictSaysSo) {
+  Verdict v = Eval("own_stream", 60, "kernels_cuda");
+  if (!v.kernels.value("available", false)) GTEST_SKIP() << "no kernel record here: " << v.kernels.dump();
+  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  bool said = false;
+  for (const std::string& w : v.warnings) said |= w.find("on streams other than the harness's ended after") != std::string::npos;
+  EXPECT_TRUE(said || !v.kernels.contains("harness_stream")) << v.ToJson().dump(1);
+  EXPECT_GE(v.kernels["side_stream_after_return"].get<int>(), said ? 1 : 0);
+}
+
 TEST_F(CudaEvalTest, GivenACorrectKernelItIsJudgedCorrectWithResourcesAndFingerprint) {
   Verdict v = Eval("control_good");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
