@@ -743,9 +743,9 @@ Status Evaluation::SpeedOfLight() {
   return Status::Ok();
 }
 
-// Which kernels one checking call ran (docs/evaluation.md, "Kernels accounted for"): a
-// candidate whose own kernels never ran, or ran too briefly to have written its outputs, is
-// `no_custom_kernel`. Its outputs were correct, so timing and SOL stay in the verdict.
+// Which kernels one checking call ran (docs/evaluation.md, "Kernels accounted for"), in every
+// verdict whose job made a record: a correct candidate whose own kernels never ran, or ran too
+// briefly to have written its outputs, is `no_custom_kernel` (timing and SOL stay).
 void Evaluation::KernelAccountingGate() {
   if (kernel_record_.is_null()) return;
   double output_bytes = 0;
@@ -754,7 +754,8 @@ void Evaluation::KernelAccountingGate() {
   KernelAccounting a = AccountKernels(kernel_record_, source_, output_bytes, bandwidth);
   verdict_.kernels = a.summary;
   for (const std::string& w : a.warnings) verdict_.warnings.push_back(w);
-  if (a.no_custom_kernel) Finish(VerdictStatus::kNoCustomKernel, a.message, "kernels");
+  if (a.no_custom_kernel && verdict_.status == VerdictStatus::kCorrect)
+    Finish(VerdictStatus::kNoCustomKernel, a.message, "kernels");
 }
 
 Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std::string& backend,
@@ -1376,15 +1377,12 @@ Result<Verdict> Evaluation::Run() {
   RecordTolerances(trials_[0].bound.outputs);
   KF_ASSIGN_OR_RETURN(bool passed, python_candidate_ ? RunPythonCandidate() : RunCandidate());
   Advisory();
-  if (!passed || !options_.timing) {
-    if (passed) Finish(VerdictStatus::kCorrect, "correct (not timed)");
-    return verdict_;
+  if (passed) {
+    Finish(VerdictStatus::kCorrect, options_.timing ? "" : "correct (not timed)");
+    if (options_.timing) KF_RETURN_IF_ERROR(SpeedOfLight());
   }
-  Finish(VerdictStatus::kCorrect, "");
-  KF_RETURN_IF_ERROR(SpeedOfLight());
-  if (verdict_.status != VerdictStatus::kCorrect) return verdict_;
-  KernelAccountingGate();
-  if (verdict_.status != VerdictStatus::kCorrect) return verdict_;
+  KernelAccountingGate();  // on every verdict with a record; it labels only correct ones
+  if (!passed || !options_.timing || verdict_.status != VerdictStatus::kCorrect) return verdict_;
   if (options_.baselines) KF_RETURN_IF_ERROR(pytorch_ ? PyTorchBaselines() : Baselines());
   verdict_.message = "passed " + std::to_string(trials_.size()) + " trials";
   return verdict_;

@@ -454,6 +454,10 @@ TEST_F(PyTorchTest, GivenADecoyExtensionThatComputesWithTorchOnlyLibraryKernelsA
 // The verdicts on the GPU: a decoy extension is no_custom_kernel, the honest one correct.
 TEST_F(PyTorchTest, GivenADecoyExtensionOnTheGpuTheVerdictIsNoCustomKernelAndTheInlineKernelIsCorrect) {
   if (CudaDevice().empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
+  setenv("KFORGE_TORCH_DEVICE", "cuda:0", 1);  // the suite pins the CPU; these run on the GPU
+  struct Restore {
+    ~Restore() { setenv("KFORGE_TORCH_DEVICE", "cpu", 1); }
+  } restore;
   Result<Problem> p = LoadProblem(kGemm);
   ASSERT_TRUE(p.ok());
   EvalOptions o = Options("pytorch");

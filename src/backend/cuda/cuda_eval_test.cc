@@ -169,10 +169,13 @@ TEST_F(CudaEvalTest, GivenItsOwnKernelDoingTheWorkTheVerdictIsCorrectWithTheKern
   EXPECT_DOUBLE_EQ(v.kernels["own_share"].get<double>(), 1.0) << v.kernels.dump(1);
 }
 
+// Work left running on a side stream escapes the timing events: the host-time gate calls it
+// suspicious, and the kernel accounting in that verdict says where the work ran.
 TEST_F(CudaEvalTest, GivenWorkLeftRunningOnItsOwnStreamTheVerdictSaysSo) {
   Verdict v = Eval("own_stream", 60, "kernels_cuda");
   if (!v.kernels.value("available", false)) GTEST_SKIP() << "no kernel record here: " << v.kernels.dump();
-  EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_TRUE(v.status == VerdictStatus::kCorrect || (v.status == VerdictStatus::kSuspicious && v.gate == "host_time"))
+      << VerdictStatusName(v.status) << ": " << v.message;
   bool said = false;
   for (const std::string& w : v.warnings) said |= w.find("on streams other than the harness's ended after") != std::string::npos;
   EXPECT_TRUE(said || !v.kernels.contains("harness_stream")) << v.ToJson().dump(1);
