@@ -3,6 +3,7 @@
 // testdata/bad/.
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -343,6 +344,81 @@ TEST_F(EvalTest, GivenFastMathOpenClOptionsUnderAReducedPolicyTheToleranceAloneJ
   EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_EQ(v.precision["fast_math_allowed"], true);
   EXPECT_FALSE(v.precision["fast_math_options"].empty());
+}
+
+// --- A worker's report of the wrong shape (a fault-injecting runner). -------------------------
+
+// Runs everything in the real sandbox; after a candidate job (entry kf_run) it replaces a field
+// of result.json with one of the wrong type and re-announces the new file's hash, as a worker
+// gone wrong would (the hash check cannot catch what the supervisor itself wrote).
+class CorruptingRunner : public ProcessRunner {
+ public:
+  CorruptingRunner(std::string field, nlohmann::json value) : field_(std::move(field)), value_(std::move(value)) {}
+  ProcessResult Run(const ProcessSpec& spec) override {
+    ProcessResult r = real_->Run(spec);
+    if (spec.argv.size() < 3 || spec.argv[1] != "run") return r;
+    fs::path dir = spec.argv[2];
+    Result<std::string> job = ReadFile(dir / "job.json");
+    Result<std::string> text = ReadFile(dir / "result.json");
+    if (!job.ok() || !text.ok() || nlohmann::json::parse(*job).value("entry", "") != "kf_run") return r;
+    nlohmann::json result = nlohmann::json::parse(*text);
+    result[field_] = value_;
+    std::string corrupted = result.dump();
+    EXPECT_TRUE(WriteFileAtomic(dir / "result.json", corrupted).ok());
+    r.out += "\nkforge-result " + Sha256Hex(corrupted) + "\n";
+    ++corrupted_;
+    return r;
+  }
+  int corrupted_ = 0;
+
+ private:
+  std::string field_;
+  nlohmann::json value_;
+  std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
+};
+
+TEST_F(EvalTest, GivenAMalformedWorkerReportTheVerdictIsARuntimeErrorNotAnException) {
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  ASSERT_TRUE(p.ok());
+  EvalOptions o;
+  o.budget_ms = 30;
+  o.min_runs = 3;
+  o.max_runs = 20;
+  o.baselines = false;
+  int caught = 0;
+  for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"checks", "not a list"}, {"timing", {{"device_ms", {"a", "b"}}}}, {"checks", {{{"device_ms", "x"}}}}}) {
+    CorruptingRunner runner(field, value);
+    Result<Verdict> v = Evaluate(*p, kData / "scale" / "good.cc", o, runner);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_GE(runner.corrupted_, 1);
+    EXPECT_NE(v->status, VerdictStatus::kCorrect) << field << " = " << value.dump() << ": " << v->message;
+    std::printf("%s = %s: %s [%s] %s\n", field.c_str(), value.dump().c_str(), VerdictStatusName(v->status), v->gate.c_str(),
+                v->message.substr(0, 160).c_str());
+    if (v->status == VerdictStatus::kRuntimeError && v->gate == "report") {
+      EXPECT_NE(v->message.find("the worker's report is malformed"), std::string::npos) << v->message;
+      ++caught;
+    }
+  }
+  EXPECT_GE(caught, 1) << "no case reached the type error it was made to cause";
+}
+
+// The kernel record is made in the candidate's process: one of the wrong shape is tampering,
+// `suspicious` (gate kernels), never a crash of the judge.
+TEST_F(EvalTest, GivenAMalformedKernelRecordTheVerdictIsSuspicious) {
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  ASSERT_TRUE(p.ok());
+  EvalOptions o;
+  o.budget_ms = 30;
+  o.min_runs = 3;
+  o.max_runs = 20;
+  o.baselines = false;
+  CorruptingRunner runner("kernels", {{"source", "cupti"}, {"available", true}, {"records", {{{"name", 5}, {"calls", "many"}}}}});
+  Result<Verdict> v = Evaluate(*p, kData / "scale" / "good.cc", o, runner);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kSuspicious) << v->message;
+  EXPECT_EQ(v->gate, "kernels");
+  EXPECT_NE(v->message.find("kernel record is malformed"), std::string::npos) << v->message;
 }
 
 }  // namespace

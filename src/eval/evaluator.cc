@@ -136,6 +136,14 @@ class Evaluation {
 
  public:
   Result<Verdict> RunBaselinesOnly();
+  // A worker report of the wrong shape (a JSON type error while reading it): a runtime error
+  // naming it, never an exception through Evaluate.
+  Verdict Malformed(const std::string& what) {
+    Finish(VerdictStatus::kRuntimeError,
+           "the worker's report is malformed (" + what + "); nothing was judged from it", "report");
+    verdict_.timing.reset();
+    return verdict_;
+  }
   // KernelTimer (timing only, no check trials): prepare once, then time again and again.
   Status PrepareTimer(const std::string& baseline);
   Result<Verdict> TimeOnce();
@@ -754,6 +762,8 @@ void Evaluation::KernelAccountingGate() {
   KernelAccounting a = AccountKernels(kernel_record_, source_, output_bytes, bandwidth);
   verdict_.kernels = a.summary;
   for (const std::string& w : a.warnings) verdict_.warnings.push_back(w);
+  if (a.malformed && verdict_.status == VerdictStatus::kCorrect)
+    Finish(VerdictStatus::kSuspicious, a.message, "kernels");
   if (a.no_custom_kernel && verdict_.status == VerdictStatus::kCorrect)
     Finish(VerdictStatus::kNoCustomKernel, a.message, "kernels");
 }
@@ -1343,8 +1353,20 @@ class EvaluationTimer final : public KernelTimer {
  public:
   EvaluationTimer(const Problem& p, const ConfirmSubject& s, const EvalOptions& o, ProcessRunner& r)
       : problem_(p), options_(o), evaluation_(problem_, s.source, options_, r) {}
-  Status Prepare(const std::string& baseline) { return evaluation_.PrepareTimer(baseline); }
-  Result<Verdict> Time() override { return evaluation_.TimeOnce(); }
+  Status Prepare(const std::string& baseline) {
+    try {
+      return evaluation_.PrepareTimer(baseline);
+    } catch (const nlohmann::json::exception& e) {
+      return Status::Internal(std::string("a worker's report is malformed: ") + e.what());
+    }
+  }
+  Result<Verdict> Time() override {
+    try {
+      return evaluation_.TimeOnce();
+    } catch (const nlohmann::json::exception& e) {
+      return evaluation_.Malformed(e.what());
+    }
+  }
 
  private:
   const Problem problem_;     // evaluation_ holds references to these two
@@ -1392,13 +1414,21 @@ Result<Verdict> Evaluation::Run() {
 
 Result<Verdict> MeasureBaselines(const Problem& problem, const EvalOptions& options, ProcessRunner& runner) {
   Evaluation e(problem, "", options, runner);
-  return e.RunBaselinesOnly();
+  try {
+    return e.RunBaselinesOnly();
+  } catch (const nlohmann::json::exception& ex) {
+    return Status::Internal(std::string("a baseline worker's report is malformed: ") + ex.what());
+  }
 }
 
 Result<Verdict> Evaluate(const Problem& problem, const fs::path& candidate, const EvalOptions& options,
                          ProcessRunner& runner) {
   Evaluation e(problem, candidate, options, runner);
-  return e.Run();
+  try {
+    return e.Run();
+  } catch (const nlohmann::json::exception& ex) {
+    return e.Malformed(ex.what());
+  }
 }
 
 // Two timed input sets and nothing beyond the timing: no hidden sizes, baselines or reports.

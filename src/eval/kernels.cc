@@ -142,8 +142,9 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
   return false;
 }
 
-KernelAccounting AccountKernels(const json& raw, const std::string& source, double output_bytes,
-                                double bandwidth_gbs) {
+namespace {
+
+KernelAccounting Account(const json& raw, const std::string& source, double output_bytes, double bandwidth_gbs) {
   KernelAccounting a;
   if (!raw.is_object()) return a;
   a.summary = {{"source", raw.value("source", "")}, {"available", raw.value("available", false)}};
@@ -240,6 +241,22 @@ KernelAccounting AccountKernels(const json& raw, const std::string& source, doub
   if (streams.size() > 1) a.warnings.push_back(fmt::format("kernels ran on {} streams", streams.size()));
   if (graph_calls > 0) a.warnings.push_back(fmt::format("{} kernel(s) ran from CUDA graphs", graph_calls));
   return a;
+}
+
+}  // namespace
+
+KernelAccounting AccountKernels(const json& raw, const std::string& source, double output_bytes,
+                                double bandwidth_gbs) {
+  try {
+    return Account(raw, source, output_bytes, bandwidth_gbs);
+  } catch (const json::exception& e) {
+    KernelAccounting a;
+    a.malformed = true;
+    a.message = std::string("the worker's kernel record is malformed (") + e.what() +
+                "); it is made in the candidate's process, which changed it";
+    a.summary = {{"available", false}, {"reason", "malformed record"}};
+    return a;
+  }
 }
 
 }  // namespace kforge

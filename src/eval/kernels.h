@@ -36,12 +36,16 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
 struct KernelAccounting {
   bool available = false;          // a record was made
   bool no_custom_kernel = false;   // the label (see above)
+  // The record is not what the worker writes (a wrong type somewhere): the candidate's process,
+  // where it is made, tampered with it. Nothing else is read from it.
+  bool malformed = false;
   std::string message;             // why the label; empty without it
   std::vector<std::string> warnings;
   nlohmann::json summary = nlohmann::json::object();  // the verdict's `kernels` (verdict-schema.md)
 };
 
 // Reads the worker's record `raw` (null or {"available": false, ...} when none was made).
+// Never throws: a record of the wrong shape is `malformed`.
 // `output_bytes`: the outputs of the recorded call; `bandwidth_gbs`: the device's theoretical
 // memory bandwidth (0: unknown, then only "none of its own kernels ran" labels).
 KernelAccounting AccountKernels(const nlohmann::json& raw, const std::string& source,
