@@ -15,6 +15,15 @@ inline double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The nearest-rank value with at least a fraction q of `v` at or below it (q in (0, 1]): for
+// q = 0.25 and 8 values the 2nd smallest. 0 for none.
+inline double LowerQuantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(q * static_cast<double>(v.size()) + 0.999999);
+  return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
+}
+
 }  // namespace kforge
 
 #endif  // KFORGE_BASE_STATS_H_

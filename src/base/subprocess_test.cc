@@ -126,6 +126,10 @@ ProcessSpec MakeSpec(std::vector<std::string> argv, const fs::path& cwd) {
   spec.cwd = cwd;
   spec.env = {{"PATH", "/usr/bin:/bin"}};
   spec.limits.wall_seconds = 10;
+  // The helper, wherever the build lives: a checkout below /tmp is hidden by the child's
+  // private /tmp otherwise (the product does the same for kforge-worker's folder).
+  spec.readable_paths.push_back(fs::path(kHelper).parent_path());
+  if (spec.argv[0].find('/') != std::string::npos) spec.readable_paths.push_back(fs::path(spec.argv[0]).parent_path());
   return spec;
 }
 
@@ -529,7 +533,7 @@ TEST_F(SandboxTest, GivenAReadablePathBelowTmpTheChildSeesItReadOnly) {
   const std::string lock = (shared.path() / "lock").string();
   const std::string planted = (shared.path() / "planted").string();
   ProcessSpec spec = Spec({"sh", "-c", "cat " + lock + "; echo; " + kHelper + " write " + planted});
-  spec.readable_paths = {shared.path()};
+  spec.readable_paths.push_back(shared.path());
   ProcessResult r = Run(spec);
   if (!r.private_fs) GTEST_SKIP() << "no private filesystem here: " << Gaps(r);
   EXPECT_EQ(r.out, "seen\n" + planted + ": EROFS\n") << r.err;

@@ -627,16 +627,20 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
     }
   }
   // Work moved out of the timed call into the hand-over of the outputs (a reply sent before
-  // the work is done): collecting them takes far longer than it did before the candidate.
+  // the work is done): collecting them takes far longer than it did before the candidate. The
+  // lower quartile decides, not the median: a loaded machine delays the hand-over of many runs
+  // (on the 2-core CI VM at load 10 the median of an honest kernel's went from 0.09 to 4.9 ms),
+  // while a candidate gains a faster median only by moving work on more than half of its runs,
+  // and on more than three quarters it is caught (between the two: docs/evaluation.md, section 3).
   std::vector<double> collect = tj.value("collect_ms", std::vector<double>{});
   double collect_null = tj.value("collect_overhead_ms", 0.0);
   if (!collect.empty() && collect_null > 0) {
-    std::sort(collect.begin(), collect.end());
-    double median = collect[collect.size() / 2];
-    if (median > 1.5 * collect_null + 2.0 && median - collect_null > 0.5 * stats.median_ms) {
+    double low = LowerQuantile(collect, 0.25);
+    if (low > 1.5 * collect_null + 2.0 && low - collect_null > 0.5 * stats.median_ms) {
       Finish(VerdictStatus::kSuspicious,
-             "handing over the outputs took " + std::to_string(median) + " ms (median) against " + std::to_string(collect_null) +
-                 " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");
+             "handing over the outputs took at least " + std::to_string(low) + " ms on three runs in four against " +
+                 std::to_string(collect_null) + " ms before the candidate was loaded: work moved outside the timed call",
+             "untimed_work");
       return false;
     }
   }

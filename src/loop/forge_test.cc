@@ -989,9 +989,10 @@ TEST_F(ForgeLoopTest, GivenAFasterCandidateItBecomesTheBestOnlyThroughConfirmati
   ASSERT_EQ(attempts.size(), 2u);
   EXPECT_EQ(attempts[0].phase, "seed");
   EXPECT_EQ(attempts[1].phase, "optimize");
-  ASSERT_EQ(attempts[1].status, "correct");
+  ASSERT_EQ(attempts[1].status, "correct") << VerdictJson(attempts[1]).value("message", "");
   json v = VerdictJson(attempts[1]);
-  ASSERT_TRUE(v.contains("confirmed")) << v.dump();
+  ASSERT_TRUE(v.contains("confirmed")) << "seed: " << VerdictJson(attempts[0]).value("message", "") << "\n"
+                                       << v.dump();
   Confirmation vs_seed = Confirmation::FromJson(v["confirmed"][0]);
   EXPECT_EQ(vs_seed.against, "seed");
   EXPECT_EQ(vs_seed.rounds, 3);
