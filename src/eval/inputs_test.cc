@@ -3,13 +3,13 @@
 // with the latter, and the orchestrator regenerates them with the former.
 #include "eval/inputs.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
@@ -56,14 +56,17 @@ std::vector<Case> Cases() {
 }
 
 const char* KindName(Distribution::Kind k) {
-  return k == Distribution::Kind::kNormal ? "normal" : k == Distribution::Kind::kUniform ? "uniform" : "integers";
+  return k == Distribution::Kind::kNormal    ? "normal"
+         : k == Distribution::Kind::kUniform ? "uniform"
+                                             : "integers";
 }
 
 // Integers equal; narrower floats at most one unit in the last place of the dtype apart (a
 // last-ulp difference of ln or cos moves an element only when it sits on a rounding boundary);
 // float64 within a few ulps of the distribution's scale, since a + b * normal may cancel and so
 // magnify the last-ulp difference of the normal relative to the element.
-bool Close(const Case& c, const HostTensor& cpp, const std::string& py, size_t i, std::string* why) {
+bool Close(const Case& c, const HostTensor& cpp, const std::string& py, size_t i,
+           std::string* why) {
   const DType t = c.dtype;
   double a = cpp.values[i], b = 0;
   ToDouble(t, py.data() + i * DTypeSize(t), 1, &b);
@@ -87,17 +90,28 @@ TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
   fs::path dir = MakeTempDir("inputs-test").value();
   json cases = json::array();
   for (const Case& c : Cases())
-    cases.push_back({{"gen", {{"kind", KindName(c.dist.kind)}, {"a", c.dist.a}, {"b", c.dist.b},
-                              {"positive", c.dist.positive}, {"key_hash", KeyHash(c.key)}}},
-                     {"dtype", DTypeName(c.dtype)}, {"dims", {c.n}}, {"seed", c.seed}, {"magnitude", c.magnitude}});
+    cases.push_back({{"gen",
+                      {{"kind", KindName(c.dist.kind)},
+                       {"a", c.dist.a},
+                       {"b", c.dist.b},
+                       {"positive", c.dist.positive},
+                       {"key_hash", KeyHash(c.key)}}},
+                     {"dtype", DTypeName(c.dtype)},
+                     {"dims", {c.n}},
+                     {"seed", c.seed},
+                     {"magnitude", c.magnitude}});
   const std::string text = cases.dump();
   ASSERT_TRUE(WriteFile(dir / "cases.json", text.data(), text.size()).ok());
-  const std::string cmd = PythonInterpreter() + " " + (DataDir() / "python" / "kforge_inputs.py").string() +
-                          " dump " + (dir / "cases.json").string() + " " + dir.string() + " 2>" + (dir / "err").string();
+  const std::string cmd =
+      PythonInterpreter() + " " + (DataDir() / "python" / "kforge_inputs.py").string() + " dump " +
+      (dir / "cases.json").string() + " " + dir.string() + " 2>" + (dir / "err").string();
   if (std::system(cmd.c_str()) != 0) {
     Result<std::string> err = ReadFile(dir / "err");
-    if (err.ok() && err->find("No module named 'numpy'") != std::string::npos)
-      GTEST_SKIP() << PythonInterpreter() << " has no numpy (scripts/setup installs the worker's Python)";
+    if (err.ok() && (err->find("No module named 'numpy'") != std::string::npos ||
+                     err->find("not found") != std::string::npos))
+      GTEST_SKIP() << PythonInterpreter()
+                   << " has no numpy or is missing (scripts/setup installs the worker's Python): "
+                   << *err;
     FAIL() << cmd << ":\n" << (err.ok() ? *err : "");
   }
   int k = 0;
@@ -110,8 +124,10 @@ TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
     size_t differ = 0;
     for (size_t i = 0; i < cpp.values.size(); ++i) {
       std::string why;
-      if (!Close(c, cpp, *py, i, &why)) ADD_FAILURE() << c.key << " (" << DTypeName(c.dtype) << "): " << why;
-      differ += std::memcmp(cpp.bytes.data() + i * DTypeSize(c.dtype), py->data() + i * DTypeSize(c.dtype), DTypeSize(c.dtype)) != 0;
+      if (!Close(c, cpp, *py, i, &why))
+        ADD_FAILURE() << c.key << " (" << DTypeName(c.dtype) << "): " << why;
+      differ += std::memcmp(cpp.bytes.data() + i * DTypeSize(c.dtype),
+                            py->data() + i * DTypeSize(c.dtype), DTypeSize(c.dtype)) != 0;
     }
     // ln and cos may differ in a float64's last ulp; after a cast to a narrower type that
     // changes an element only when it sits on a rounding boundary: rarely.
@@ -123,8 +139,10 @@ TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
 TEST(InputsTest, GivenOneKeyDifferentSeedsDrawDifferentValuesAndTheSameSeedTheSame) {
   TensorShape shape{"x", DType::kFloat32, {256}};
   Distribution d;
-  HostTensor a = GenerateTensor(shape, d, "scale/x", 1, 1.0), b = GenerateTensor(shape, d, "scale/x", 2, 1.0);
-  HostTensor again = GenerateTensor(shape, d, "scale/x", 1, 1.0), other = GenerateTensor(shape, d, "scale/y", 1, 1.0);
+  HostTensor a = GenerateTensor(shape, d, "scale/x", 1, 1.0),
+             b = GenerateTensor(shape, d, "scale/x", 2, 1.0);
+  HostTensor again = GenerateTensor(shape, d, "scale/x", 1, 1.0),
+             other = GenerateTensor(shape, d, "scale/y", 1, 1.0);
   EXPECT_NE(a.bytes, b.bytes);
   EXPECT_NE(a.bytes, other.bytes);
   EXPECT_EQ(a.bytes, again.bytes);
