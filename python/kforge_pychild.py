@@ -25,6 +25,7 @@ import time
 import traceback
 import types
 
+import kforge_inputs
 import kforge_kernels
 
 MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
@@ -776,17 +777,25 @@ class Child:
         return {"runs": k}, ()
 
     def cmd_prepare(self, msg):
-        """Sets up one timed run of set j: fresh inputs from the seed (KernelBench problems; the
-        set's own inputs for kforge problems), poisoned kf_run outputs, a flushed cache. A null
-        run (calibration) prepares the same way and then runs a trivial op."""
+        """Sets up one timed run of set j: fresh inputs from the seed (the module's get_inputs for
+        KernelBench problems, the inputs' generators for kforge problems; without a seed the set's
+        check inputs), poisoned kf_run outputs, a flushed cache. A null run (calibration)
+        prepares the same way and then runs a trivial op."""
         j, seed, null = msg["set"], msg["seed"], msg.get("null", False)
         s = self.spec["sets"][j]
         inp, clones = self.sets[j], []
-        if seed is not None:
+        if seed is not None and self.spec["problem"]["kind"] == "kernelbench":
             inst = self.instance(s, seed=seed, fresh=True)
             named = {n: t for n, k, t in inst.tensor_inputs() if k != "buffer"}
             inp = RunInputs(inst.args, named, {}, seed, inst)
             clones = [(n, t, t.detach().clone()) for n, k, t in inst.tensor_inputs() if k == "input"]
+        elif seed is not None:
+            # GenerateTensor's values (kforge_inputs.py), drawn on the host and uploaded.
+            named = {d["name"]: kforge_inputs.tensor(self.torch, d["gen"], d["dtype"], d["dims"], seed,
+                                                     s.get("magnitude", 1.0), self.device.spec)
+                     for d in s["inputs"]}
+            inp = RunInputs(list(named.values()), named, self.sets[j].attrs, seed)
+            clones = [(n, t, t.detach().clone()) for n, t in named.items()]
         if null:
             if j not in self.null_outs:
                 self.null_outs[j] = self.output_buffers(s["outputs"], GUARD_ELEMENTS if self.spec.get("entry") == "kf_run" else 0)

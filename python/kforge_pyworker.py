@@ -463,7 +463,13 @@ class Supervisor:
                 "inputs_changed": r.get("inputs_changed", [])}
 
     def fresh(self):
-        return self.spec["problem"]["kind"] == "kernelbench"
+        """Whether timed runs get fresh inputs: always for KernelBench problems (the module's
+        get_inputs), and for kforge problems whose timed sets carry every input's generator
+        (`gen`, drawn by the child with kforge_inputs.py)."""
+        if self.spec["problem"]["kind"] == "kernelbench":
+            return True
+        sets = (self.spec.get("timing") or {}).get("sets", [])
+        return bool(sets) and all("gen" in d for j in sets for d in self.spec["sets"][j]["inputs"])
 
     def calibrate(self, sets):
         """Null runs through the same command path before the candidate is loaded, under the
@@ -494,9 +500,9 @@ class Supervisor:
                   "prepare_ms": [], "collect_ms": [], "sets_used": [], "seeds": [], "magnitudes": [],
                   "issues": [], "threads_before": self.threads()}
         if not self.fresh():
-            timing["note"] = ("kforge problem: timed runs rotate over the check trials' inputs (the job carries "
-                              "no input distributions to draw fresh ones from); each timed output is compared "
-                              "with its set's checked output instead")
+            timing["note"] = ("timed runs rotate over the check trials' inputs (the job carries no input "
+                              "generators to draw fresh ones from); each timed output is compared with its "
+                              "set's checked output instead")
         self.stage("warm-up")
         self.lock(exclusive=False)
         self.call({"cmd": "warmup", "sets": sets, "runs": plan.get("warmup_runs", 3), "ms": plan.get("warmup_ms", 30)})
@@ -554,7 +560,7 @@ class Supervisor:
         """Findings about timed run k's outputs, from the bytes received: fully written (kf_run),
         finite where the check references were, not a repeat of an earlier output."""
         spec = self.spec
-        label = "timed run %d" % k
+        label = "timed run %d" % k if run["seed"] is None else "timed run %d (fresh inputs, seed %d)" % (k, run["seed"])
         found = []
         if run["overrun"]:
             found.append("%s: the candidate %s" % (label, run["overrun"]))
@@ -574,7 +580,7 @@ class Supervisor:
                     if earlier:
                         found.append("%s: output '%s' is byte-identical to %s's (a skipped or cached call)"
                                      % (label, name, earlier))
-                    seen[name].setdefault(digest, label)
+                    seen[name].setdefault(digest, "timed run %d" % k)
             elif spec.get("deterministic", True):
                 checked = getattr(self, "checked", {}).get((run["set"], name))
                 if checked and digest not in checked:

@@ -98,6 +98,7 @@ class Evaluation {
   Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what);
   TimingPlan PlanTiming(size_t sets) const;
   bool CheckTimedSamples(const WorkerRun& run);
+  Result<std::vector<std::vector<std::vector<double>>>> RegeneratedReferences(const json& samples);
   bool CompareTimedSamples(const WorkerRun& run, const json& samples,
                            const std::vector<std::vector<std::vector<double>>>& refs, bool fresh);
   Result<bool> RunCandidate();
@@ -515,32 +516,46 @@ bool Evaluation::CheckTimedSamples(const WorkerRun& run) {
   const json samples = tj.value("samples", json::array());
   if (samples.empty()) return true;
   bool fresh = tj.value("fresh_inputs", false);
-  std::vector<Trial> timed;
+  std::vector<std::vector<std::vector<double>>> refs;
   for (const json& s : samples) {
     int set = s.at("set").get<int>();
     if (set < 0 || set >= static_cast<int>(trials_.size())) {
       Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
       return false;
     }
-    Trial t = trials_[set];
-    if (fresh) {
-      t.seed = s.at("seed").get<uint64_t>();
-      t.inputs = GenerateInputs(t.bound, t.seed, t.magnitude);
+    if (!fresh) refs.push_back(trials_[set].reference);
+  }
+  if (fresh) {
+    Result<std::vector<std::vector<std::vector<double>>>> r = RegeneratedReferences(samples);
+    if (!r.ok()) {
+      Finish(VerdictStatus::kRuntimeError, r.status().message());
+      return false;
     }
+    refs = std::move(*r);
+  }
+  return CompareTimedSamples(run, samples, refs, fresh);
+}
+
+// References for sampled timed runs of a kforge problem, from either worker: each run's inputs
+// regenerated from its seed (GenerateInputs, the generator both workers draw with; the set's
+// sizes and magnitude are the orchestrator's own) and run through the problem's C++ reference.
+Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedReferences(const json& samples) {
+  std::vector<Trial> timed;
+  for (const json& s : samples) {
+    const int set = s.at("set").get<int>();
+    if (set < 0 || set >= static_cast<int>(trials_.size()))
+      return Status::Internal("the worker reported a timed run of an unknown set (" + std::to_string(set) + ")");
+    Trial t = trials_[set];
+    t.seed = s.at("seed").get<uint64_t>();
+    t.inputs = GenerateInputs(t.bound, t.seed, t.magnitude);
     timed.push_back(std::move(t));
   }
   auto t0 = std::chrono::steady_clock::now();
-  if (fresh) {
-    Status st = ReferenceOutputs(timed, "the sampled timed runs");
-    if (!st.ok()) {
-      Finish(VerdictStatus::kRuntimeError, st.message());
-      return false;
-    }
-  }
+  KF_RETURN_IF_ERROR(ReferenceOutputs(timed, "the sampled timed runs"));
   Stage("timed_reference", t0);
   std::vector<std::vector<std::vector<double>>> refs;
   for (Trial& t : timed) refs.push_back(std::move(t.reference));
-  return CompareTimedSamples(run, samples, refs, fresh);
+  return refs;
 }
 
 // Each sampled timed run's outputs against refs[k], the reference for that run's inputs: the
@@ -880,15 +895,27 @@ json Evaluation::PythonJob(const std::string& mode) const {
   } else {
     job["problem"] = {{"kind", "native"}};
     for (size_t t = 0; t < trials_.size(); ++t) {
-      json set = {{"attrs", json::array()}, {"inputs", json::array()}, {"outputs", json::array()}};
+      json set = {{"magnitude", trials_[t].magnitude}, {"attrs", json::array()}, {"inputs", json::array()},
+                  {"outputs", json::array()}};
       for (const LaunchAttr& a : AttrsFor(trials_[t].bound)) {
         bool integer = trials_[t].bound.sizes.count(a.name) > 0;
         for (const Attribute& pa : problem_.attrs) integer |= pa.name == a.name && pa.is_integer;
         set["attrs"].push_back({{"name", a.name}, {"i", a.i}, {"f", a.f}, {"integer", integer}});
       }
-      for (const TensorShape& in : trials_[t].bound.inputs)
-        set["inputs"].push_back({{"name", in.name}, {"dtype", DTypeName(in.dtype)}, {"dims", in.dims},
-                                 {"file", "in_" + std::to_string(t) + "_" + in.name + ".bin"}});
+      const BoundProblem& b = trials_[t].bound;
+      for (size_t k = 0; k < b.inputs.size(); ++k) {
+        const TensorShape& in = b.inputs[k];
+        json d = {{"name", in.name}, {"dtype", DTypeName(in.dtype)}, {"dims", in.dims},
+                  {"file", "in_" + std::to_string(t) + "_" + in.name + ".bin"}};
+        // The generator of fresh timed inputs (python/kforge_inputs.py draws what GenerateTensor
+        // draws from the key's hash and the run's seed).
+        if (k < problem_.inputs.size()) {
+          const Distribution& dist = problem_.inputs[k].dist;
+          d["gen"] = {{"kind", DistName(dist.kind)}, {"a", dist.a}, {"b", dist.b}, {"positive", dist.positive},
+                      {"key_hash", KeyHash(InputKey(b, k))}};
+        }
+        set["inputs"].push_back(d);
+      }
       for (const TensorShape& out : trials_[t].bound.outputs)
         set["outputs"].push_back({{"name", out.name}, {"dtype", DTypeName(out.dtype)}, {"dims", out.dims}});
       job["sets"].push_back(set);
@@ -1150,15 +1177,19 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
   return true;
 }
 
-// Each sampled timed run's outputs against the reference for its own inputs: regenerated from
-// its seed in a reference job (KernelBench problems), or its set's check reference (kforge
-// problems, whose timed runs reuse the check inputs).
+// Each sampled timed run's outputs against the reference for its own inputs, regenerated from
+// its seed: in a Python reference job (KernelBench problems: the module's get_inputs), or here
+// with GenerateInputs and the problem's C++ reference (kforge problems: the child drew them with
+// the same generator, python/kforge_inputs.py). A job without seeds (its sets carried no
+// generators) reused the check inputs: then its set's check reference.
 Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& samples) {
   if (samples.empty()) return true;
   const bool fresh = !samples[0].value("seed", json()).is_null();
   std::vector<std::vector<std::vector<double>>> refs;
-  if (fresh) {
+  if (fresh && pytorch_) {
     KF_ASSIGN_OR_RETURN(refs, PythonTimedReferences(samples));
+  } else if (fresh) {
+    KF_ASSIGN_OR_RETURN(refs, RegeneratedReferences(samples));
   } else {
     for (const json& smp : samples) {
       const size_t set = smp.value("set", size_t{0});

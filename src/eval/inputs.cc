@@ -8,16 +8,19 @@ namespace kforge {
 
 namespace {
 
-// splitmix64: small, fast, and identical everywhere.
+// splitmix64's finalizer.
+uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// splitmix64: small, fast, identical everywhere, and easy to vectorise (draw i is a function of
+// i alone), which is how python/kforge_inputs.py computes the same stream with numpy.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(uint64_t state) : state_(state) {}
+  uint64_t Next() { return Mix(state_ += 0x9e3779b97f4a7c15ull); }
   double Uniform() { return (Next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
   double Normal() {
     double u1 = Uniform(), u2 = Uniform();
@@ -48,11 +51,13 @@ double Draw(const Distribution& d, double magnitude, Rng& rng) {
 
 }  // namespace
 
+uint64_t KeyHash(const std::string& key) { return std::stoull(HashHex(key).substr(0, 15), nullptr, 16); }
+
 HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
                           uint64_t seed, double magnitude) {
   HostTensor t;
   t.shape = shape;
-  Rng rng(std::stoull(HashHex(key + "/" + std::to_string(seed)).substr(0, 15), nullptr, 16));
+  Rng rng(Mix(KeyHash(key) ^ Mix(seed)));  // the formula of inputs.h, shared with the Python worker
   size_t n = static_cast<size_t>(t.shape.numel());
   std::vector<double> raw(n);
   for (size_t i = 0; i < n; ++i) raw[i] = Draw(dist, magnitude, rng);

@@ -1,8 +1,10 @@
 // Deterministic input generation for trials. The same (problem, tensor, seed, magnitude) gives
-// the same values on every machine (own generator, not <random>'s distributions).
+// the same values on every machine and in both workers (own generator, not <random>'s
+// distributions). Pure functions: safe from any thread.
 #ifndef KFORGE_EVAL_INPUTS_H_
 #define KFORGE_EVAL_INPUTS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,9 +18,29 @@ struct HostTensor {
   std::vector<double> values;   // the same values, exactly, as double
 };
 
+// The generator, exactly (python/kforge_inputs.py implements the same formula, so that the
+// Python worker's child draws the values this function does):
+//
+//   mix(z)     = splitmix64's finalizer: z ^= z >> 30; z *= 0xbf58476d1ce4e5b9;
+//                z ^= z >> 27; z *= 0x94d049bb133111eb; z ^= z >> 31   (uint64, wrapping)
+//   key_hash   = KeyHash(key): the top 60 bits of XXH3-64 of the key's bytes
+//   state      = mix(key_hash ^ mix(seed))
+//   draw i     = mix(state + (i + 1) * 0x9e3779b97f4a7c15)   (i = 0, 1, ...)
+//   uniform u  = (draw >> 11) * 2^-53, in [0, 1)
+//   normal     = sqrt(-2 ln max(u1, 1e-300)) * cos(2 pi u2), two consecutive draws per element
+//   element    = normal: (a + b * normal), |.| when `positive`, times magnitude;
+//                uniform: (a + (b - a) * u) * magnitude; integers: a + floor(u * (b - a + 1)),
+//                never scaled; then cast from float64 to the dtype, round to nearest
+//                (float16 and bfloat16 through float32, as FromDouble does).
+//
+// Elements are drawn in row-major order. Only ln and cos may differ between implementations
+// (the last ulp of a float64); every comparison has a tolerance far above that.
+uint64_t KeyHash(const std::string& key);
+
 // One tensor: `key` names it ("<problem>/<input>"), and (key, seed) fixes every value. The
-// worker draws fresh timed inputs with this same function, so the orchestrator can regenerate
-// any timed run's inputs from its seed.
+// workers draw fresh timed inputs with this same generator (kforge-worker with this function,
+// the Python worker from KeyHash(key)), so the orchestrator can regenerate any timed run's
+// inputs from its seed.
 HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
                           uint64_t seed, double magnitude);
 

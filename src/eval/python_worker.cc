@@ -32,7 +32,8 @@ std::map<std::string, fs::path> PythonWorkerFiles() {
   const fs::path dir = DataDir() / "python";
   return {{"kforge_pyworker.py", PythonWorkerScript()},
           {"kforge_pychild.py", dir / "kforge_pychild.py"},
-          {"kforge_kernels.py", dir / "kforge_kernels.py"}};
+          {"kforge_kernels.py", dir / "kforge_kernels.py"},
+          {"kforge_inputs.py", dir / "kforge_inputs.py"}};
 }
 
 namespace {

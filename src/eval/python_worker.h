@@ -23,8 +23,9 @@ std::string PythonInterpreter();
 // DataDir()/python/kforge_pyworker.py.
 std::filesystem::path PythonWorkerScript();
 // The worker's files, by name: kforge_pyworker.py (the supervisor), kforge_pychild.py (the
-// child it forks) and kforge_kernels.py (the child's kernel recording), all under
-// DataDir()/python; every job folder gets them all.
+// child it forks), kforge_kernels.py (the child's kernel recording) and kforge_inputs.py (the
+// child's input generator, GenerateTensor's twin), all under DataDir()/python; every job folder
+// gets them all.
 std::map<std::string, std::filesystem::path> PythonWorkerFiles();
 
 // `kforge_pyworker.py probe` in the sandbox, once per process: {"python", "torch",

@@ -76,6 +76,21 @@ class PyTorchTest : public ::testing::Test {
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : Verdict{};
   }
+  // A Triton attack candidate (testdata/exploits_triton) on the kforge problem `scale`, static
+  // check off; its timed runs get fresh inputs drawn by python/kforge_inputs.py.
+  Verdict EvalTritonAttack(const fs::path& candidate, int min_runs = 3) {
+    Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (!p.ok()) return {};
+    EvalOptions o = Options("triton");
+    o.static_check = false;
+    o.min_runs = min_runs;
+    o.max_runs = std::max(10, min_runs);
+    o.budget_ms = min_runs > 3 ? 300 : 30;
+    Result<Verdict> v = Evaluate(*p, candidate, o, *runner_);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Verdict{};
+  }
   // The honest twin of an attack candidate: the same file with CHEAT = False.
   fs::path Twin(const fs::path& cheat) {
     std::string text = ReadFile(cheat).value();
@@ -374,6 +389,59 @@ TEST_F(PyTorchTest, GivenATritonKfRunCandidateOnAKforgeProblemTheInterpreterJudg
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   Verdict bad = Eval(kData / "scale" / "problem.toml", kData / "scale" / "overrun_triton.py", "triton");
   EXPECT_EQ(bad.status, VerdictStatus::kWrongOutput) << bad.message;
+}
+
+// --- Issue 10 item 1 for kforge problems judged with Python candidates: fresh timed inputs. ----
+
+TEST_F(PyTorchTest, GivenATritonResultCacheOnAKforgeProblemFreshInputsMeanItNeverHits) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  // Timed runs that reused the check inputs let this cache answer every timed run with a copy;
+  // fresh inputs per timed run (kforge_inputs.py, GenerateTensor's generator) never repeat.
+  const fs::path cheat = kData / "exploits_triton" / "result_cache.py";
+  Verdict v = EvalTritonAttack(cheat, 6);
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_EQ(v.fingerprint["timing"]["fresh_inputs"], true);
+  EXPECT_EQ(v.fingerprint["timed_runs_checked"].size(), 3u) << v.fingerprint.dump();
+  Verdict twin = EvalTritonAttack(Twin(cheat), 6);
+  ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  ASSERT_TRUE(v.timing && twin.timing);
+  // A hit is a 16 KB copy instead of eight interpreted launches: far below half the twin's time.
+  EXPECT_GT(v.timing->median_ms, 0.5 * twin.timing->median_ms) << "honest twin " << twin.timing->median_ms << " ms";
+}
+
+TEST_F(PyTorchTest, GivenATritonKfRunThatSkipsEveryOtherTimedCallItIsWrongOutputNamingTheRun) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const fs::path cheat = kData / "exploits_triton" / "skip_stale.py";
+  Verdict v = EvalTritonAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_EQ(v.gate, "timed_output");
+  EXPECT_NE(v.message.find("timed run "), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("(fresh inputs, seed "), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("a skipped or cached call"), std::string::npos) << v.message;
+  Verdict twin = EvalTritonAttack(Twin(cheat));
+  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  EXPECT_EQ(twin.fingerprint["timing"]["fresh_inputs"], true);
+}
+
+TEST_F(PyTorchTest, GivenATritonKfRunReplayingNudgedOutputsTheRegeneratedReferenceOfSampledRunsCatchesIt) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  // No two outputs repeat, so only the sampled timed runs' reference check can see the stale
+  // output: the orchestrator regenerates their inputs from their seeds (GenerateInputs) and runs
+  // the problem's C++ reference on them. Every timed run is sampled here.
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EvalOptions o = Options("triton");
+  o.static_check = false;
+  o.timed_checks = 1000;
+  Result<Verdict> v = Evaluate(*p, kData / "exploits_triton" / "skip_perturbed.py", o, *runner_);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kWrongOutput) << v->message;
+  EXPECT_EQ(v->gate, "timed_output");
+  EXPECT_NE(v->message.find("(fresh inputs, seed "), std::string::npos) << v->message;
+  EXPECT_NE(v->message.find("output 'y': "), std::string::npos) << v->message;  // the reference check's words
+  EXPECT_EQ(v->message.find("byte-identical"), std::string::npos) << v->message;
+  ASSERT_FALSE(v->trials.empty());
+  EXPECT_TRUE(v->trials.back().contains("timed_run")) << v->trials.back().dump();
 }
 
 TEST_F(PyTorchTest, GivenATritonModelNewOnAKernelBenchProblemTheInterpreterJudgesIt) {

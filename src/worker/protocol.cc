@@ -6,8 +6,6 @@ namespace kforge {
 
 using nlohmann::json;
 
-namespace {
-
 const char* DistName(Distribution::Kind k) {
   switch (k) {
     case Distribution::Kind::kNormal: return "normal";
@@ -16,6 +14,8 @@ const char* DistName(Distribution::Kind k) {
   }
   return "normal";
 }
+
+namespace {
 
 json TensorToJson(const TensorFile& t) {
   json j = {{"name", t.shape.name}, {"dtype", DTypeName(t.shape.dtype)},

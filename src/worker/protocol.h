@@ -21,6 +21,9 @@
 
 namespace kforge {
 
+// A distribution kind's name in jobs: "normal", "uniform", "integers".
+const char* DistName(Distribution::Kind k);
+
 // How the worker draws a fresh value set for an input (GenerateTensor in eval/inputs.h).
 struct InputGenerator {
   Distribution dist;
