@@ -30,7 +30,9 @@ class PyTorchTest : public ::testing::Test {
     chmod(dir.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
-    setenv("KFORGE_TORCH_DEVICE", "cpu", 1);
+    // The CPU, unless set: KFORGE_TORCH_DEVICE=cuda:0 judges the suite's candidates on a GPU
+    // (scripts/gpu-check stage pytest, for the Triton attacks).
+    setenv("KFORGE_TORCH_DEVICE", "cpu", 0);
   }
   void SetUp() override {
     Result<nlohmann::json> probe = ProbePython(*runner_);
@@ -522,10 +524,12 @@ TEST_F(PyTorchTest, GivenADecoyExtensionThatComputesWithTorchOnlyLibraryKernelsA
 // The verdicts on the GPU: a decoy extension is no_custom_kernel, the honest one correct.
 TEST_F(PyTorchTest, GivenADecoyExtensionOnTheGpuTheVerdictIsNoCustomKernelAndTheInlineKernelIsCorrect) {
   if (CudaDevice().empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
+  const std::string before = std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu";
   setenv("KFORGE_TORCH_DEVICE", "cuda:0", 1);  // the suite pins the CPU; these run on the GPU
   struct Restore {
-    ~Restore() { setenv("KFORGE_TORCH_DEVICE", "cpu", 1); }
-  } restore;
+    std::string value;
+    ~Restore() { setenv("KFORGE_TORCH_DEVICE", value.c_str(), 1); }
+  } restore{before};
   Result<Problem> p = LoadProblem(kGemm);
   ASSERT_TRUE(p.ok());
   EvalOptions o = Options("pytorch");
