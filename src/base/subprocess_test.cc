@@ -129,7 +129,8 @@ ProcessSpec MakeSpec(std::vector<std::string> argv, const fs::path& cwd) {
   // The helper, wherever the build lives: a checkout below /tmp is hidden by the child's
   // private /tmp otherwise (the product does the same for kforge-worker's folder).
   spec.readable_paths.push_back(fs::path(kHelper).parent_path());
-  if (spec.argv[0].find('/') != std::string::npos) spec.readable_paths.push_back(fs::path(spec.argv[0]).parent_path());
+  if (!spec.argv.empty() && spec.argv[0].find('/') != std::string::npos)
+    spec.readable_paths.push_back(fs::path(spec.argv[0]).parent_path());
   return spec;
 }
 
