@@ -42,8 +42,8 @@ struct EvalOptions {
   double timeout_seconds = 120;          // wall clock per worker run
   uint64_t memory_bytes = 8ull << 30;    // address-space limit of the worker
   // A median below slack x the theoretical floor is "suspicious" (the margin covers timer
-  // granularity and clocks above the reported maximum); below slack x the achievable floor
-  // the cached measured peaks are measured again first.
+  // granularity and clocks above the reported maximum); below the achievable floor (SOL above
+  // 100%) the cached measured peaks are measured again first, and the higher ones kept.
   double sol_slack = 0.8;
   int timed_checks = 3;                  // timed runs (picked at random) checked against a reference
   // The source pattern check (advice: every gate holds without it; tests prove that).

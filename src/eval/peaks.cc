@@ -1,6 +1,8 @@
 // Device peaks for the speed-of-light gate: the theoretical ones from the worker's probe
 // (never cached: they cost an attribute query), the achievable ones measured by a
 // kforge-worker peaks job and cached per device fingerprint in <cache>/peaks/.
+#include <algorithm>
+
 #include "base/files.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
@@ -53,6 +55,19 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
   json pk = run->result["peaks"];
   p.bandwidth_gbs = pk.value("bandwidth_gbs", 0.0);
   p.fp32_gflops = pk.value("fp32_gflops", 0.0);
+  // Measured again (a SOL above 100%): the cache keeps the higher of the two measurements. A
+  // peak measured low is the machine's load, not the device; achievable means shown achieved.
+  if (remeasure) {
+    if (Result<std::string> old = ReadFile(file); old.ok()) {
+      json j = json::parse(*old, nullptr, false);
+      if (j.is_object()) {
+        p.bandwidth_gbs = std::max(p.bandwidth_gbs, j.value("bandwidth_gbs", 0.0));
+        p.fp32_gflops = std::max(p.fp32_gflops, j.value("fp32_gflops", 0.0));
+        pk["bandwidth_gbs"] = p.bandwidth_gbs;
+        pk["fp32_gflops"] = p.fp32_gflops;
+      }
+    }
+  }
   pk["fingerprint"] = fp;
   KF_RETURN_IF_ERROR(WriteFileAtomic(file, pk.dump(1)));
   return p;
