@@ -66,25 +66,18 @@ class PyTorchTest : public ::testing::Test {
   // The attack candidates (issue 10) with the static check off, so that only the runtime gates
   // can stop them; `min_runs` > 3 for the tests that compare times.
   Verdict EvalAttack(const fs::path& candidate, int min_runs = 3) {
-    Result<Problem> p = LoadProblem(kGemm);
-    EXPECT_TRUE(p.ok()) << p.status().ToString();
-    if (!p.ok()) return {};
-    EvalOptions o = Options("pytorch");
-    o.static_check = false;
-    o.min_runs = min_runs;
-    o.max_runs = std::max(10, min_runs);
-    o.budget_ms = min_runs > 3 ? 300 : 30;
-    Result<Verdict> v = Evaluate(*p, candidate, o, *runner_);
-    EXPECT_TRUE(v.ok()) << v.status().ToString();
-    return v.ok() ? *v : Verdict{};
+    return EvalAttackOn(kGemm, "pytorch", candidate, min_runs);
   }
   // A Triton attack candidate (testdata/exploits_triton) on the kforge problem `scale`, static
   // check off; its timed runs get fresh inputs drawn by python/kforge_inputs.py.
   Verdict EvalTritonAttack(const fs::path& candidate, int min_runs = 3) {
-    Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+    return EvalAttackOn(kData / "scale" / "problem.toml", "triton", candidate, min_runs);
+  }
+  Verdict EvalAttackOn(const fs::path& problem, const std::string& backend, const fs::path& candidate, int min_runs) {
+    Result<Problem> p = LoadProblem(problem);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (!p.ok()) return {};
-    EvalOptions o = Options("triton");
+    EvalOptions o = Options(backend);
     o.static_check = false;
     o.min_runs = min_runs;
     o.max_runs = std::max(10, min_runs);
