@@ -9,12 +9,14 @@ with the problem's C++ reference. So both must draw the same values. The formula
     mix(z)   = splitmix64's finalizer (uint64, wrapping)
     state    = mix(key_hash ^ mix(seed))          key_hash: sent by the orchestrator (KeyHash)
     draw i   = mix(state + (i + 1) * 0x9e3779b97f4a7c15)
-    u        = (draw >> 11) * 2**-53
-    normal   = sqrt(-2 ln max(u1, 1e-300)) * cos(2 pi u2)   (draws 2k and 2k + 1 for element k)
+    u        = (draw >> 11) * 2**-53             open u = ((draw >> 11) + 1) * 2**-53
+    normal   = r cos t, r sin t for elements 2k, 2k + 1: r = sqrt(-2 ln(open u1)), t = 2 pi u2
+               (draws 2k and 2k + 1), with ln, cos and sin the polynomials of inputs.cc
 
-numpy's uint64 arithmetic wraps like C++'s, so the draws are bit-exact; numpy's log and cos may
-differ from glibc's in the last ulp of a float64, which no comparison can see after the cast
-to the input's dtype (and every comparison has a tolerance anyway).
+numpy's uint64 arithmetic wraps like C++'s, so the draws are bit-exact; ln, cos and sin are the
+same polynomials evaluated with the same float64 operations in the same order (+, -, *, / and
+sqrt, each rounded once by IEEE, and no fused multiply-add in either), so the values are
+bit-exact too.
 
 `python3 kforge_inputs.py dump <cases.json> <folder>` writes each case's bytes to
 <folder>/<index>.bin (the cross-check test, src/eval/inputs_test.cc).
@@ -44,20 +46,69 @@ def mix(np, z):
     return z ^ (z >> np.uint64(31))
 
 
-def uniforms(np, state, first, count):
-    """u for draws first .. first + count - 1 of the stream that starts at `state`."""
+def draws(np, state, first, count):
+    """Draws first .. first + count - 1 of the stream that starts at `state`, shifted right by 11."""
     i = np.arange(first + 1, first + count + 1, dtype=np.uint64)
-    z = mix(np, np.uint64(state) + i * np.uint64(GOLDEN))
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    return mix(np, np.uint64(state) + i * np.uint64(GOLDEN)) >> np.uint64(11)
+
+
+def uniforms(np, state, first, count):
+    """u in [0, 1) for draws first .. first + count - 1."""
+    return draws(np, state, first, count).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def ln(np, u):
+    """inputs.cc's Ln: ln u for u in (0, 1] from the exponent's bits and +, -, *, /."""
+    bits = u.view(np.uint64)
+    e = ((bits >> np.uint64(52)) & np.uint64(0x7ff)).astype(np.int64) - 1023
+    m = ((bits & np.uint64(0x000fffffffffffff)) | np.uint64(0x3ff0000000000000)).view(np.float64)
+    big = m > 1.4142135623730951
+    m = np.where(big, m * 0.5, m)
+    e = e.astype(np.float64) + np.where(big, 1.0, 0.0)
+    t = (m - 1.0) / (m + 1.0)
+    t2 = t * t
+    p = 0.09090909090909091
+    for c in (0.1111111111111111, 0.14285714285714285, 0.2, 0.3333333333333333, 1.0):
+        p = p * t2 + c
+    return e * 0.6931471805599453 + 2.0 * t * p
+
+
+def cos_sin_2pi(np, u):
+    """inputs.cc's CosSin2Pi: cos and sin of 2 pi u for u in [0, 1)."""
+    f4 = u * 4.0
+    q = np.floor(f4)
+    a = (f4 - q) * 1.5707963267948966
+    a2 = a * a
+    pc = 4.779477332387385e-14
+    for c in (-1.1470745597729725e-11, 2.08767569878681e-09, -2.755731922398589e-07, 2.48015873015873e-05,
+              -0.001388888888888889, 0.041666666666666664, -0.5, 1.0):
+        pc = pc * a2 + c
+    ps = -7.647163731819816e-13
+    for c in (1.6059043836821613e-10, -2.505210838544172e-08, 2.7557319223985893e-06, -0.0001984126984126984,
+              0.008333333333333333, -0.16666666666666666, 1.0):
+        ps = ps * a2 + c
+    ps = ps * a
+    qi = q.astype(np.int64)
+    cos = np.select([qi == 0, qi == 1, qi == 2], [pc, -ps, -pc], ps)
+    sin = np.select([qi == 0, qi == 1, qi == 2], [ps, pc, -ps], -pc)
+    return cos, sin
 
 
 def draw(np, gen, state, start, count, magnitude):
-    """Elements start .. start + count - 1 as float64, before the cast (GenerateTensor's Draw)."""
+    """Elements start .. start + count - 1 as float64, before the cast (inputs.cc's Draw); `start`
+    is even, so that no normal pair straddles two calls."""
     kind, a, b = gen["kind"], float(gen["a"]), float(gen["b"])
     if kind == "normal":
-        u = uniforms(np, state, 2 * start, 2 * count)
-        u1, u2 = np.maximum(u[0::2], 1e-300), u[1::2]
-        x = a + b * (np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2))
+        pairs = (count + 1) // 2
+        d = draws(np, state, start, 2 * pairs)
+        u1 = (d[0::2] + np.uint64(1)).astype(np.float64) * (1.0 / 9007199254740992.0)
+        u2 = d[1::2].astype(np.float64) * (1.0 / 9007199254740992.0)
+        r = np.sqrt(-2.0 * ln(np, u1))
+        cos, sin = cos_sin_2pi(np, u2)
+        x = np.empty(2 * pairs, dtype=np.float64)
+        x[0::2] = a + b * (r * cos)
+        x[1::2] = a + b * (r * sin)
+        x = x[:count]
         if gen.get("positive", False):
             x = np.abs(x)
         return x * magnitude

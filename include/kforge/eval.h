@@ -55,6 +55,13 @@ struct EvalOptions {
   bool profile = false;                  // Nsight Compute metrics of one call -> verdict.profile
   bool sanitize = false;                 // compute-sanitizer memcheck of one call -> verdict.sanitizer
   bool racecheck = false;                // with sanitize: racecheck too
+  // Trusted state computed once per problem (docs/evaluation.md, "Trusted state, computed
+  // once"): the check trials' references and the baselines are kept in <cache>/trusted and
+  // reused while their key matches; baselines older than baseline_max_age_s, or all of them
+  // with rebaseline (--rebaseline), are timed again.
+  bool trusted_state = true;
+  bool rebaseline = false;
+  double baseline_max_age_s = 6 * 3600;
 };
 
 // Judges `candidate` (a source file for options.backend) on `problem`. The Verdict carries

@@ -46,6 +46,8 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
 // The device timer runs inside the candidate's process, so only that bound is trusted.
 TimingStats TimingFromWorker(const nlohmann::json& timing);
 nlohmann::json TimingToJson(const TimingStats& t);
+// The inverse of TimingToJson; missing fields stay at their defaults.
+TimingStats TimingFromJson(const nlohmann::json& j);
 
 // A speedup confirmed by re-timing two kernels interleaved (docs/evaluation.md, "Confirmed
 // speedups"): in each of `rounds` rounds each kernel is timed twice (ABBA), each timing its own

@@ -193,6 +193,12 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--transfer-backend", f->options.transfer_backend, "The backend of --transfer");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
+  opt->add_flag("--rebaseline", f->options.eval.rebaseline,
+                "Time the baselines again instead of using the ones kept for this problem, device and software (docs/evaluation.md, \"Trusted state\")");
+  opt->add_option("--baseline-max-age", f->options.eval.baseline_max_age_s,
+                  "Kept baselines older than this many seconds are timed again (default 21600)");
+  opt->add_flag("!--no-trusted-cache", f->options.eval.trusted_state,
+                "Neither use nor keep the references and baselines computed for earlier judgements");
   opt->add_option("--precision", f->precision,
                   "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "
                   "kernelbench (default: the problem's, else strict)");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include "eval/python_worker.h"
 #include "eval/roofline.h"
 #include "eval/static_check.h"
+#include "eval/trusted_state.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
 #include "profile/profile.h"
@@ -80,6 +82,23 @@ InputSet SetFor(const BoundProblem& b, bool float64_inputs, double magnitude = 1
   return s;
 }
 
+// SHA-256 of a file, once per path and process (the worker binary goes into trusted-state keys).
+std::string DigestOnce(const fs::path& file) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> digests;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = digests.find(file.string());
+  if (it == digests.end()) it = digests.emplace(file.string(), FileDigest(file)).first;
+  return it->second;
+}
+
+// The Python worker's scripts, which decide what its reference and baseline jobs compute.
+json PythonWorkerDigests() {
+  json d = json::object();
+  for (const auto& [name, path] : PythonWorkerFiles()) d[name] = DigestOnce(path);
+  return d;
+}
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -87,7 +106,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 class Evaluation {
  public:
   Evaluation(const Problem& p, fs::path candidate, const EvalOptions& o, ProcessRunner& r)
-      : problem_(p), candidate_(std::move(candidate)), options_(o), runner_(r) {}
+      : problem_(p), candidate_(std::move(candidate)), options_(o), runner_(r), trusted_(o.trusted_state) {}
   Result<Verdict> Run();
 
  private:
@@ -95,7 +114,11 @@ class Evaluation {
   Result<bool> CompileGate();
   Status PrepareTrials();
   Status ComputeReference();
-  Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what);
+  Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields = json());
+  Status ReadReferences(const WorkerRun& run, std::vector<Trial>& trials, const std::string& what);
+  json TrialFields(size_t count) const;
+  std::optional<TrustedState::Baselines> KeptBaselines(const json& fields);
+  void KeepBaselines(const json& fields, const std::map<std::string, TimingStats>& measured);
   TimingPlan PlanTiming(size_t sets) const;
   bool CheckTimedSamples(const WorkerRun& run);
   Result<std::vector<std::vector<std::vector<double>>>> RegeneratedReferences(const json& samples);
@@ -123,6 +146,7 @@ class Evaluation {
   // PyTorch problems and Python candidates (docs/pytorch-problems.md).
   Status StartPython();
   Status PreparePyTorch();
+  Status ReadPyTorchReference(const WorkerRun& run, const std::vector<std::map<std::string, int64_t>>& sizes_of);
   Result<bool> RunPythonCandidate();
   Result<bool> CheckPythonTiming(const WorkerRun& run);
   bool CheckPythonClocks(const PythonTiming& t);
@@ -164,6 +188,7 @@ class Evaluation {
   fs::path candidate_;
   const EvalOptions& options_;
   ProcessRunner& runner_;
+  TrustedState trusted_;  // references and baselines computed once per problem
   const BackendInfo* backend_ = nullptr;
   PrecisionPolicy policy_ = PrecisionPolicy::kStrict;  // set by ChoosePrecision
   std::string source_;
@@ -242,22 +267,57 @@ Status Evaluation::PrepareTrials() {
   return Status::Ok();
 }
 
-// Float64 (or the problem's native) reference outputs for `trials`, in the worker.
-Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::string& what) {
-  Job job;
-  job.backend = "cpp";
-  job.entry = problem_.reference_float64 ? "kf_reference_f64" : "kf_reference_native";
-  job.check_twice = false;
-  WorkerFiles files;
-  files.library = reference_library_;
-  for (size_t t = 0; t < trials.size(); ++t) {
-    job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64));
-    job.checks.push_back(static_cast<int>(t));
-    std::vector<HostTensor> ins;
-    for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
-    files.inputs.push_back(std::move(ins));
+// Float64 (or the problem's native) reference outputs for `trials`, in the worker. With
+// `keep_fields` (what the outputs depend on besides the trials), the job's folder is looked up
+// in the trusted store first and kept there after it ran.
+Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields) {
+  json fields;
+  std::string key;
+  if (!keep_fields.is_null() && trusted_.enabled() && !problem_.path.empty()) {
+    fields = keep_fields;
+    fields["trials"] = json::array();
+    for (const Trial& t : trials)
+      fields["trials"].push_back({{"sizes", t.bound.sizes}, {"seed", t.seed}, {"magnitude", t.magnitude}, {"hidden", t.hidden}});
+    key = TrustedStateKey(fields);
   }
-  KF_ASSIGN_OR_RETURN(WorkerRun run, RunWorker(runner_, job, files, WorkerLimits()));
+  for (int attempt = 0;; ++attempt) {
+    std::optional<WorkerRun> kept = key.empty() || attempt > 0 ? std::nullopt : trusted_.FindRun(key);
+    if (!keep_fields.is_null())
+      verdict_.fingerprint["trusted_state"]["references"] = kept ? "kept" : key.empty() ? "computed (not kept)" : "computed";
+    WorkerRun run;
+    if (kept) {
+      run = std::move(*kept);
+    } else {
+      Job job;
+      job.backend = "cpp";
+      job.entry = problem_.reference_float64 ? "kf_reference_f64" : "kf_reference_native";
+      job.check_twice = false;
+      WorkerFiles files;
+      files.library = reference_library_;
+      for (size_t t = 0; t < trials.size(); ++t) {
+        job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64));
+        job.checks.push_back(static_cast<int>(t));
+        std::vector<HostTensor> ins;
+        for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
+        files.inputs.push_back(std::move(ins));
+      }
+      KF_ASSIGN_OR_RETURN(run, RunWorker(runner_, job, files, WorkerLimits()));
+    }
+    Status status = ReadReferences(run, trials, what);
+    if (status.ok() && !kept && !key.empty()) {
+      Status k = trusted_.KeepRun(key, fields, run);
+      if (!k.ok()) verdict_.warnings.push_back("the check trials' references were not kept: " + k.message());
+    }
+    Cleanup(run);
+    if (status.ok() || !kept) return status;
+    // A kept run that does not verify (a file changed or missing) is dropped and computed again.
+    trusted_.Forget(key);
+    verdict_.warnings.push_back("the kept references did not verify (" + status.message() + "); computed again");
+  }
+}
+
+// The references of `trials` from a reference job's report.
+Status Evaluation::ReadReferences(const WorkerRun& run, std::vector<Trial>& trials, const std::string& what) {
   Status status = Status::Ok();
   if (!run.finished() || run.result.contains("error")) {
     status = Status::Internal("the reference of problem '" + problem_.name + "' failed on " + what + " (" +
@@ -277,13 +337,15 @@ Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::strin
       trials[t].reference.push_back(std::move(v));
     }
   }
-  Cleanup(run);
   return status;
 }
 
 Status Evaluation::ComputeReference() {
   auto t0 = std::chrono::steady_clock::now();
-  Status status = ReferenceOutputs(trials_, "the check trials");
+  json fields = {{"what", "check-trial references"}, {"problem", FileDigest(problem_.path)},
+                 {"reference_library", FileDigest(reference_library_)}, {"float64", problem_.reference_float64},
+                 {"worker", DigestOnce(WorkerPath())}};
+  Status status = ReferenceOutputs(trials_, "the check trials", fields);
   Stage("reference", t0);
   if (!status.ok()) return status;
   for (const Trial& t : trials_)
@@ -814,30 +876,81 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
   return TimingFromWorker(run->result["timing"]);
 }
 
+// The first `count` trials' sizes and magnitudes, for trusted-state keys of timings.
+json Evaluation::TrialFields(size_t count) const {
+  json sets = json::array();
+  for (size_t t = 0; t < std::min(count, trials_.size()); ++t)
+    sets.push_back({{"sizes", trials_[t].bound.sizes}, {"magnitude", trials_[t].magnitude}});
+  return sets;
+}
+
+// Baselines kept for `fields`, unless the run asks for new ones (--rebaseline) or they are
+// older than the run allows; the verdict says which it got.
+std::optional<TrustedState::Baselines> Evaluation::KeptBaselines(const json& fields) {
+  std::optional<TrustedState::Baselines> kept;
+  if (!options_.rebaseline) kept = trusted_.FindBaselines(TrustedStateKey(fields), options_.baseline_max_age_s);
+  if (kept)
+    verdict_.fingerprint["trusted_state"]["baselines"] = {{"kept", true}, {"measured_at", kept->measured_at}, {"age_s", kept->age_s}};
+  else
+    verdict_.fingerprint["trusted_state"]["baselines"] = {{"kept", false}, {"rebaseline", options_.rebaseline}};
+  return kept;
+}
+
+void Evaluation::KeepBaselines(const json& fields, const std::map<std::string, TimingStats>& measured) {
+  Status k = trusted_.KeepBaselines(TrustedStateKey(fields), fields, measured);
+  if (!k.ok()) verdict_.warnings.push_back("the baselines were not kept: " + k.message());
+}
+
 Status Evaluation::Baselines() {
   auto t0 = std::chrono::steady_clock::now();
   bool all_f32 = true;
   for (const TensorDecl& t : problem_.inputs) all_f32 &= !IsFloating(t.dtype) || t.dtype == DType::kFloat32;
   for (const TensorDecl& t : problem_.outputs) all_f32 &= !IsFloating(t.dtype) || t.dtype == DType::kFloat32;
-  if (all_f32) {
-    Result<TimingStats> ref = TimeBaseline(reference_library_, "cpp", "kf_reference_native", "");
-    if (ref.ok()) verdict_.baselines["reference"] = *ref;
-    else verdict_.warnings.push_back("reference baseline: " + ref.status().message());
-  }
+  // The seed is timed as a baseline unless it is the candidate (then its own timing serves).
+  fs::path seed_library, seed_program;
+  bool seed_is_candidate = false;
   auto seed = problem_.seeds.find(backend_->name);
   if (seed != problem_.seeds.end()) {
     KF_ASSIGN_OR_RETURN(CompileOutput out, Compile(runner_, *backend_, seed->second, CompileKind::kCandidate, arch_));
     if (out.library == library_) {
-      verdict_.baselines["seed"] = *verdict_.timing;
+      seed_is_candidate = true;
     } else if (out.ok) {
+      seed_library = out.library;
       fs::path sib = seed->second;
       sib.replace_extension(backend_->sibling_extension);
-      Result<TimingStats> st = TimeBaseline(out.library, backend_->name, backend_->entry,
-                                            backend_->sibling_program_source && fs::exists(sib) ? sib : fs::path());
-      if (st.ok()) verdict_.baselines["seed"] = *st;
-      else verdict_.warnings.push_back("seed baseline: " + st.status().message());
+      if (backend_->sibling_program_source && fs::exists(sib)) seed_program = sib;
     }
   }
+  const size_t sets = std::min<size_t>(2, trials_.size());
+  json fields = {{"what", "native baselines"}, {"problem", FileDigest(problem_.path)},
+                 {"reference_library", all_f32 ? FileDigest(reference_library_) : ""},
+                 {"seed_library", seed_library.empty() ? "" : FileDigest(seed_library)},
+                 {"seed_program", seed_program.empty() ? "" : FileDigest(seed_program)},
+                 {"backend", backend_->name}, {"device", options_.device},
+                 {"device_fingerprint", verdict_.fingerprint.value("device", json::object())},
+                 {"sets", TrialFields(sets)}, {"plan", TimingPlanToJson(PlanTiming(sets))},
+                 {"worker", DigestOnce(WorkerPath())}};
+  std::optional<TrustedState::Baselines> kept;
+  if (!problem_.path.empty() && (all_f32 || !seed_library.empty())) kept = KeptBaselines(fields);
+  std::map<std::string, TimingStats> measured;
+  if (kept) {
+    measured = kept->timings;
+  } else {
+    bool complete = true;
+    if (all_f32) {
+      Result<TimingStats> ref = TimeBaseline(reference_library_, "cpp", "kf_reference_native", "");
+      if (ref.ok()) measured["reference"] = *ref;
+      else verdict_.warnings.push_back("reference baseline: " + ref.status().message()), complete = false;
+    }
+    if (!seed_library.empty()) {
+      Result<TimingStats> st = TimeBaseline(seed_library, backend_->name, backend_->entry, seed_program);
+      if (st.ok()) measured["seed"] = *st;
+      else verdict_.warnings.push_back("seed baseline: " + st.status().message()), complete = false;
+    }
+    if (complete && !problem_.path.empty()) KeepBaselines(fields, measured);
+  }
+  for (const auto& [name, t] : measured) verdict_.baselines[name] = t;
+  if (seed_is_candidate) verdict_.baselines["seed"] = *verdict_.timing;
   for (const auto& [name, t] : verdict_.baselines)
     if (verdict_.timing->median_ms > 0) verdict_.speedups[name] = t.median_ms / verdict_.timing->median_ms;
   Stage("baselines", t0);
@@ -943,39 +1056,9 @@ bool Evaluation::PythonOutputsMayRepeat() const {
   return trials_.size() > 1 && trials_[1].bound.sizes == trials_[0].bound.sizes && trials_[1].reference == trials_[0].reference;
 }
 
-Status Evaluation::PreparePyTorch() {
-  auto t0 = std::chrono::steady_clock::now();
-  std::map<std::string, int64_t> overrides = options_.sizes;
-  if (options_.quick) {
-    for (const auto& [k, v] : QuickSizes(problem_)) overrides.emplace(k, v);
-  }
-  KF_ASSIGN_OR_RETURN(BoundProblem main, Bind(problem_, overrides, false));
-  verdict_.sizes = main.sizes;
-  const int seeds = std::max(options_.seeds, 1);
-  std::vector<std::map<std::string, int64_t>> sizes_of;
-  for (int s = 0; s < seeds; ++s) {
-    py_sets_.push_back({{"seed", s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", main.sizes}});
-    sizes_of.push_back(main.sizes);
-  }
-  // Hidden sizes: only the batch dimension moves (VariantSizes' rule: about 3/4, odd), the one
-  // size every KernelBench candidate must take as given; other constants may be structural
-  // (kernel sizes, groups).
-  auto batch = main.sizes.find("batch_size");
-  if (options_.hidden_sizes && batch != main.sizes.end() && batch->second > 1) {
-    std::map<std::string, int64_t> variant = main.sizes;
-    variant["batch_size"] = VariantSizes(problem_, main.sizes).at("batch_size");
-    for (int s = 0; s < 2; ++s) {
-      py_sets_.push_back({{"seed", 1000 + s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", variant}, {"hidden", true}});
-      sizes_of.push_back(variant);
-    }
-  }
-  json job = PythonJob("reference");
-  job["write_inputs"] = !python_candidate_;  // native candidates read the inputs from files
-  job["lock_file"] = PythonLockFile();
-  PythonJobFiles files;
-  files.copies["problem.py"] = problem_.path;
-  KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, PythonLimits()));
-  AddPythonStages("python_reference", run, &verdict_.stages);
+// The check trials of a PyTorch problem from its reference job's report (fresh or kept):
+// shapes, inputs when written, float64 references, the problem as the module described it.
+Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<std::map<std::string, int64_t>>& sizes_of) {
   Status status = Status::Ok();
   if (!run.finished() || run.result.contains("error") || !run.result.contains("sets") ||
       run.result["sets"].size() != py_sets_.size()) {
@@ -1039,7 +1122,68 @@ Status Evaluation::PreparePyTorch() {
     }
     trials_.push_back(std::move(trial));
   }
-  Cleanup(run);
+  return status;
+}
+
+Status Evaluation::PreparePyTorch() {
+  auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, int64_t> overrides = options_.sizes;
+  if (options_.quick) {
+    for (const auto& [k, v] : QuickSizes(problem_)) overrides.emplace(k, v);
+  }
+  KF_ASSIGN_OR_RETURN(BoundProblem main, Bind(problem_, overrides, false));
+  verdict_.sizes = main.sizes;
+  const int seeds = std::max(options_.seeds, 1);
+  std::vector<std::map<std::string, int64_t>> sizes_of;
+  for (int s = 0; s < seeds; ++s) {
+    py_sets_.push_back({{"seed", s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", main.sizes}});
+    sizes_of.push_back(main.sizes);
+  }
+  // Hidden sizes: only the batch dimension moves (VariantSizes' rule: about 3/4, odd), the one
+  // size every KernelBench candidate must take as given; other constants may be structural
+  // (kernel sizes, groups).
+  auto batch = main.sizes.find("batch_size");
+  if (options_.hidden_sizes && batch != main.sizes.end() && batch->second > 1) {
+    std::map<std::string, int64_t> variant = main.sizes;
+    variant["batch_size"] = VariantSizes(problem_, main.sizes).at("batch_size");
+    for (int s = 0; s < 2; ++s) {
+      py_sets_.push_back({{"seed", 1000 + s}, {"magnitude", problem_.magnitudes[s % problem_.magnitudes.size()]}, {"overrides", variant}, {"hidden", true}});
+      sizes_of.push_back(variant);
+    }
+  }
+  json job = PythonJob("reference");
+  job["write_inputs"] = !python_candidate_;  // native candidates read the inputs from files
+  // The trusted store's key: the job as written (less the lock's path), the module, the
+  // interpreter and its libraries, and the worker's scripts.
+  const json fields = {{"what", "pytorch references"}, {"problem", FileDigest(problem_.path)}, {"job", job},
+                       {"python", py_probe_}, {"worker", PythonWorkerDigests()}};
+  const std::string key = trusted_.enabled() && !problem_.path.empty() ? TrustedStateKey(fields) : "";
+  job["lock_file"] = PythonLockFile();
+  // A kept run that does not verify (a file changed or missing) is dropped and computed again.
+  Status status = Status::Ok();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::optional<WorkerRun> kept = key.empty() || attempt > 0 ? std::nullopt : trusted_.FindRun(key);
+    verdict_.fingerprint["trusted_state"]["references"] = kept ? "kept" : key.empty() ? "computed (not kept)" : "computed";
+    WorkerRun run;
+    if (kept) {
+      run = std::move(*kept);
+    } else {
+      PythonJobFiles files;
+      files.copies["problem.py"] = problem_.path;
+      KF_ASSIGN_OR_RETURN(run, RunPythonWorker(runner_, job, files, PythonLimits()));
+      AddPythonStages("python_reference", run, &verdict_.stages);
+    }
+    trials_.clear();
+    status = ReadPyTorchReference(run, sizes_of);
+    if (status.ok() && !kept && !key.empty()) {
+      Status k = trusted_.KeepRun(key, fields, run);
+      if (!k.ok()) verdict_.warnings.push_back("the PyTorch references were not kept: " + k.message());
+    }
+    Cleanup(run);
+    if (status.ok() || !kept) break;
+    trusted_.Forget(key);
+    verdict_.warnings.push_back("the kept PyTorch references did not verify (" + status.message() + "); computed again");
+  }
   Stage("reference", t0);
   if (!status.ok()) return status;
   if (trials_.empty() || trials_[0].bound.outputs.empty()) return Status::Internal("the PyTorch reference returned no outputs");
@@ -1245,7 +1389,16 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedRef
 
 Status Evaluation::PyTorchBaselines() {
   auto t0 = std::chrono::steady_clock::now();
+  json plan = PythonJob("baseline");
+  plan["timing"] = PythonTimingPlan(trials_.size());
+  plan.erase("interpret");
+  const json fields = {{"what", "pytorch baselines"}, {"problem", FileDigest(problem_.path)}, {"job", plan},
+                       {"python", py_probe_}, {"worker", PythonWorkerDigests()}};
+  std::optional<TrustedState::Baselines> kept;
+  if (!problem_.path.empty()) kept = KeptBaselines(fields);
+  std::map<std::string, TimingStats> measured;
   for (const std::string kind : {"eager", "compile"}) {
+    if (kept) break;
     json job = PythonJob("baseline");
     job["baseline"] = kind;
     job["timing"] = PythonTimingPlan(trials_.size());
@@ -1264,12 +1417,15 @@ Status Evaluation::PyTorchBaselines() {
     } else {
       // Timed as the candidate is: fresh inputs, max(device, wall - overhead) per run.
       Result<PythonTiming> t = ParsePythonTiming(run->result["timing"]);
-      if (t.ok()) verdict_.baselines[name] = ComputeStats(t->effective_ms, t->host_ms);
+      if (t.ok()) measured[name] = ComputeStats(t->effective_ms, t->host_ms);
       else verdict_.warnings.push_back(name + " baseline: " + t.status().message());
       verdict_.stages[name + "_first_call"] = run->result.value("first_call_seconds", 0.0);
     }
     Cleanup(*run);
   }
+  if (kept) measured = kept->timings;
+  else if (measured.count("torch_eager") && !problem_.path.empty()) KeepBaselines(fields, measured);  // torch.compile may not exist here
+  for (const auto& [name, t] : measured) verdict_.baselines[name] = t;
   auto eager = verdict_.baselines.find("torch_eager"), compiled = verdict_.baselines.find("torch_compile");
   if (eager != verdict_.baselines.end() && compiled != verdict_.baselines.end())
     verdict_.baselines["torch_best"] = eager->second.median_ms <= compiled->second.median_ms ? eager->second : compiled->second;

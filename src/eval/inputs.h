@@ -26,15 +26,20 @@ struct HostTensor {
 //   key_hash   = KeyHash(key): the top 60 bits of XXH3-64 of the key's bytes
 //   state      = mix(key_hash ^ mix(seed))
 //   draw i     = mix(state + (i + 1) * 0x9e3779b97f4a7c15)   (i = 0, 1, ...)
-//   uniform u  = (draw >> 11) * 2^-53, in [0, 1)
-//   normal     = sqrt(-2 ln max(u1, 1e-300)) * cos(2 pi u2), two consecutive draws per element
+//   uniform u  = (draw >> 11) * 2^-53, in [0, 1); open u = ((draw >> 11) + 1) * 2^-53, in (0, 1]
+//   normal     = Box-Muller on a pair of draws: r = sqrt(-2 ln(open u1)), t = 2 pi u2; element
+//                2k is r cos t and element 2k + 1 is r sin t (draws 2k and 2k + 1; an odd
+//                count ends with a cos whose sin is dropped), where ln, cos and sin are the
+//                polynomials of inputs.cc (Ln, CosSin2Pi), evaluated with +, -, *, / and sqrt,
+//                each rounded once (inputs.cc is built with -ffp-contract=off)
 //   element    = normal: (a + b * normal), |.| when `positive`, times magnitude;
 //                uniform: (a + (b - a) * u) * magnitude; integers: a + floor(u * (b - a + 1)),
 //                never scaled; then cast from float64 to the dtype, round to nearest
 //                (float16 and bfloat16 through float32, as FromDouble does).
 //
-// Elements are drawn in row-major order. Only ln and cos may differ between implementations
-// (the last ulp of a float64); every comparison has a tolerance far above that.
+// Elements are drawn in row-major order. No libm function is involved, and IEEE rounds every
+// operation used exactly, so numpy draws the same bits (the test checks byte equality). About
+// 8 ns per element on one core of the CI VM; the libm Box-Muller before it took 100.
 uint64_t KeyHash(const std::string& key);
 
 // One tensor: `key` names it ("<problem>/<input>"), and (key, seed) fixes every value. The
@@ -43,6 +48,9 @@ uint64_t KeyHash(const std::string& key);
 // inputs from its seed.
 HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
                           uint64_t seed, double magnitude);
+// Only the bytes (what kforge-worker's child uploads for a fresh timed run).
+std::string GenerateBytes(const TensorShape& shape, const Distribution& dist, const std::string& key, uint64_t seed,
+                          double magnitude);
 
 // The key GenerateInputs uses for input `k` of `bound`.
 std::string InputKey(const BoundProblem& bound, size_t k);

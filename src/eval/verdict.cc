@@ -73,6 +73,22 @@ nlohmann::json TimingToJson(const TimingStats& t) {
   return j;
 }
 
+TimingStats TimingFromJson(const nlohmann::json& j) {
+  TimingStats t;
+  t.runs = j.value("runs", 0);
+  t.median_ms = j.value("median_ms", 0.0);
+  t.min_ms = j.value("min_ms", 0.0);
+  t.mean_ms = j.value("mean_ms", 0.0);
+  t.stdev_ms = j.value("stdev_ms", 0.0);
+  t.cv = j.value("cv", 0.0);
+  t.host_median_ms = j.value("host_median_ms", 0.0);
+  t.wall_median_ms = j.value("wall_median_ms", 0.0);
+  t.overhead_ms = j.value("overhead_ms", 0.0);
+  t.device_median_ms = j.value("device_median_ms", 0.0);
+  t.wall_bounded = j.value("wall_bounded", false);
+  return t;
+}
+
 namespace {
 
 // ", compute: amx_int8 x3" or ", memory: load/store ports ..." for the summary line.

@@ -144,7 +144,7 @@ Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& bac
 }
 
 void Cleanup(const WorkerRun& run) {
-  if (std::getenv("KFORGE_KEEP_TEMP")) return;
+  if (run.kept || std::getenv("KFORGE_KEEP_TEMP")) return;
   std::error_code ec;
   fs::remove_all(run.dir, ec);
 }

@@ -25,6 +25,8 @@ struct WorkerRun {
   // code never holds) and the file still matches it. Without that, result.json is only a
   // diagnostic: finished() is false.
   bool confirmed = false;
+  // The folder belongs to the trusted store (eval/trusted_state.h): Cleanup leaves it.
+  bool kept = false;
   bool finished() const { return confirmed && result.value("done", false); }
   // An output file, checked against the SHA-256 the supervisor recorded for it in result.json.
   Result<std::string> ReadOutput(const std::string& file) const;
@@ -59,7 +61,7 @@ WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, cons
 // DeviceLock holds, and that Python jobs lock themselves around timed runs. Empty without a cache.
 std::filesystem::path DeviceLockPath(const std::string& name);
 
-// Removes the job folder unless KFORGE_KEEP_TEMP is set.
+// Removes the job folder unless KFORGE_KEEP_TEMP is set or the folder is a kept one.
 void Cleanup(const WorkerRun& run);
 
 // Path of kforge-worker: $KFORGE_WORKER, else beside the running executable.

@@ -82,15 +82,16 @@ json JobToJson(const Job& job) {
             {"entry", job.entry}, {"program_source_file", job.program_source_file},
             {"sets", sets}, {"checks", job.checks}, {"check_twice", job.check_twice}, {"peaks", job.peaks},
             {"record_kernels", job.record_kernels}};
-  if (job.timing) {
-    const TimingPlan& t = *job.timing;
-    j["timing"] = {{"sets", t.sets}, {"warmup_runs", t.warmup_runs}, {"warmup_ms", t.warmup_ms},
-                   {"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"budget_ms", t.budget_ms},
-                   {"cv_target", t.cv_target}, {"flush", t.flush}, {"fresh_inputs", t.fresh_inputs},
-                   {"timed_checks", t.timed_checks}, {"calibration_runs", t.calibration_runs},
-                   {"reference_finite", t.reference_finite}, {"degenerate", t.degenerate}};
-  }
+  if (job.timing) j["timing"] = TimingPlanToJson(*job.timing);
   return j;
+}
+
+json TimingPlanToJson(const TimingPlan& t) {
+  return {{"sets", t.sets}, {"warmup_runs", t.warmup_runs}, {"warmup_ms", t.warmup_ms},
+          {"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"budget_ms", t.budget_ms},
+          {"cv_target", t.cv_target}, {"flush", t.flush}, {"fresh_inputs", t.fresh_inputs},
+          {"timed_checks", t.timed_checks}, {"calibration_runs", t.calibration_runs},
+          {"reference_finite", t.reference_finite}, {"degenerate", t.degenerate}};
 }
 
 Result<Job> JobFromJson(const json& j) {

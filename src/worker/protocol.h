@@ -79,6 +79,7 @@ struct Job {
 };
 
 nlohmann::json JobToJson(const Job& job);
+nlohmann::json TimingPlanToJson(const TimingPlan& plan);
 Result<Job> JobFromJson(const nlohmann::json& j);
 
 // Output file names the worker writes.

@@ -310,9 +310,9 @@ Result<json> Child::Prepare(const json& cmd) {
     for (size_t k = 0; k < in.inputs.size(); ++k) {
       const TensorFile& t = in.inputs[k];
       if (!t.gen) return Status::InvalidArgument("input '" + t.shape.name + "' has no generator for fresh inputs");
-      HostTensor h = GenerateTensor(t.shape, t.gen->dist, t.gen->key, seed, in.magnitude);
-      KF_RETURN_IF_ERROR(device_->Write(sets_[set].inputs[k].buffer, h.bytes.data(), h.bytes.size()));
-      fresh_hashes_.push_back(HashHex(h.bytes.data(), h.bytes.size()));
+      const std::string bytes = GenerateBytes(t.shape, t.gen->dist, t.gen->key, seed, in.magnitude);
+      KF_RETURN_IF_ERROR(device_->Write(sets_[set].inputs[k].buffer, bytes.data(), bytes.size()));
+      fresh_hashes_.push_back(HashHex(bytes.data(), bytes.size()));
     }
   }
   KF_RETURN_IF_ERROR(Poison(set, cmd.value("poison", 0)));
