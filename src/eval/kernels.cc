@@ -92,8 +92,15 @@ std::vector<std::string> OwnKernelNames(const std::string& source) {
 
 std::vector<std::string> DeclaredNamespaces(const std::string& source) {
   static const std::regex ns(R"(\bnamespace\s+([A-Za-z_][\w:]*)\s*\{)");
+  static const std::regex anonymous(R"(\bnamespace\s*\{)");
   std::vector<std::string> out;
   const std::string s = WithoutComments(source);
+  // An anonymous namespace, as compilers name it: mangled "_GLOBAL__N_1" (g++, clang) or
+  // "_GLOBAL__N__<hash>_<file>_<hash>" (nvcc), demangled "(anonymous namespace)".
+  if (std::regex_search(s, anonymous)) {
+    AddUnique(out, "_GLOBAL__N_");
+    AddUnique(out, "(anonymous namespace)");
+  }
   for (auto it = std::sregex_iterator(s.begin(), s.end(), ns); it != std::sregex_iterator(); ++it) {
     std::string full = (*it)[1].str();
     for (size_t start = 0; start <= full.size();) {  // a::b declares a and b
@@ -105,6 +112,18 @@ std::vector<std::string> DeclaredNamespaces(const std::string& source) {
   }
   return out;
 }
+
+namespace {
+
+// A mangled or demangled namespace component the candidate declared (any anonymous one when it
+// declared one).
+bool OwnNamespace(const std::string& part, const std::vector<std::string>& namespaces) {
+  if (std::find(namespaces.begin(), namespaces.end(), part) != namespaces.end()) return true;
+  return part.rfind("_GLOBAL__N_", 0) == 0 &&
+         std::find(namespaces.begin(), namespaces.end(), "_GLOBAL__N_") != namespaces.end();
+}
+
+}  // namespace
 
 bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
                  const std::vector<std::string>& namespaces) {
@@ -122,7 +141,7 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
         std::string part = name.substr(len_end, len);
         i = len_end + len;
         if (part == n && all_own) return true;
-        all_own &= std::find(namespaces.begin(), namespaces.end(), part) != namespaces.end();
+        all_own &= OwnNamespace(part, namespaces);
       }
     }
     // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _.
@@ -135,7 +154,7 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
       size_t sep = d.find("::");
       if (sep == std::string::npos) break;
       std::string part = d.substr(0, sep);
-      if (std::find(namespaces.begin(), namespaces.end(), part) == namespaces.end()) break;
+      if (!OwnNamespace(part, namespaces)) break;
       d = d.substr(sep + 2);
     }
   }

@@ -65,6 +65,18 @@ TEST(KernelNamesTest, MangledDemangledAndTritonNamesMatchTheirOwnKernelOnly) {
   EXPECT_FALSE(IsOwnKernel("triton_poi_fused_add_relu_0", own, ns));            // torch.compile's
 }
 
+// A kernel in an anonymous namespace (problems/kernelbench-l2/cuda/12_Gemm_Multiply_LeakyReLU.cu
+// was judged no_custom_kernel on the H200 before this): its own, mangled and demangled.
+TEST(KernelNamesTest, GivenAKernelInAnAnonymousNamespaceItIsOwn) {
+  const std::string source = "namespace {\n__global__ void sgemm_nt(const float* a, float* c) {}\n}  // namespace\n";
+  std::vector<std::string> own = OwnKernelNames(source), ns = DeclaredNamespaces(source);
+  EXPECT_TRUE(IsOwnKernel("_ZN12_GLOBAL__N_18sgemm_ntEPKfPf", own, ns));  // g++, clang
+  // nvcc names each file's anonymous namespace (CUPTI's record on the H200):
+  EXPECT_TRUE(IsOwnKernel("_ZN45_GLOBAL__N__0ca6b4dc_12_candidate_cu_823a73438sgemm_ntEPKfS1_PfiiiNS_4TailE", own, ns));
+  EXPECT_TRUE(IsOwnKernel("(anonymous namespace)::sgemm_nt(float const*, float*)", own, ns));
+  EXPECT_FALSE(IsOwnKernel("_ZN12_GLOBAL__N_18sgemm_ntEPKfPf", own, DeclaredNamespaces("__global__ void sgemm_nt() {}")));
+}
+
 json Record(std::vector<json> records, json memcpy = json::object()) {
   return {{"source", "cupti"}, {"available", true}, {"call", "check set 0"}, {"records", records}, {"memcpy", memcpy},
           {"harness_stream", 7}};

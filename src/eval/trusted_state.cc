@@ -23,7 +23,7 @@ constexpr const char* kFormat = "kforge-trusted-state-2";
 
 uint64_t LimitBytes() {
   const char* env = std::getenv("KFORGE_TRUSTED_CACHE_MB");
-  uint64_t mb = env && *env ? std::strtoull(env, nullptr, 10) : 4096;
+  uint64_t mb = env && *env ? std::strtoull(env, nullptr, 10) : 16384;
   return mb << 20;
 }
 
@@ -94,17 +94,20 @@ std::optional<WorkerRun> TrustedState::FindRun(const std::string& key) const {
 }
 
 Status TrustedState::KeepRun(const std::string& key, const json& fields, const WorkerRun& run) const {
-  if (root_.empty() || !run.finished()) return Status::Ok();
+  if (root_.empty()) return Status::Ok();
+  if (!run.finished()) return Status::Unavailable("the run did not finish");
   const json files = run.result.value("files", json::object());
   uint64_t bytes = 0;
   std::error_code ec;
   for (const auto& [name, digest] : files.items()) {
-    if (!SafeName(name)) return Status::Ok();
+    if (!SafeName(name)) return Status::Unavailable("the run names a file '" + name + "'");
     bytes += fs::file_size(run.dir / name, ec);
-    if (ec) return Status::Ok();
+    if (ec) return Status::Unavailable("its file " + name + " is missing: " + ec.message());
   }
   const uint64_t limit = LimitBytes();
-  if (bytes > limit / 4) return Status::Ok();  // too large to be worth a quarter of the store
+  if (bytes > limit / 4)
+    return Status::Unavailable(std::to_string(bytes >> 20) + " MB is over a quarter of the store's limit (" +
+                               std::to_string(limit >> 20) + " MB, $KFORGE_TRUSTED_CACHE_MB)");
   const fs::path final_dir = root_ / "runs" / key;
   if (fs::exists(final_dir / "kept.json")) return Status::Ok();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(run.dir / "result.json"));

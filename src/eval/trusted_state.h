@@ -12,7 +12,7 @@
 //
 // Only trusted processes write here. Sandboxed workers get the cache read-only and run as
 // another user (docs/sandbox.md). Concurrent writers each stage a folder, and the first rename
-// wins. The runs/ folder is kept under a size limit ($KFORGE_TRUSTED_CACHE_MB, default 4096),
+// wins. The runs/ folder is kept under a size limit ($KFORGE_TRUSTED_CACHE_MB, default 16384),
 // oldest entries first.
 #ifndef KFORGE_EVAL_TRUSTED_STATE_H_
 #define KFORGE_EVAL_TRUSTED_STATE_H_
@@ -46,8 +46,8 @@ class TrustedState {
   // A kept run under `key`: finished and confirmed while its result.json still has the SHA-256
   // recorded when it was kept. Its folder belongs to the store, so Cleanup leaves it (kept).
   std::optional<WorkerRun> FindRun(const std::string& key) const;
-  // Keeps a finished, confirmed run's result.json and the files it lists. A run larger than
-  // the store's limit is not kept, and neither is one that is not finished.
+  // Keeps a finished, confirmed run's result.json and the files it lists. A run that is not
+  // finished, or larger than a quarter of the store's limit, is not kept: Unavailable says why.
   Status KeepRun(const std::string& key, const nlohmann::json& fields, const WorkerRun& run) const;
   // Drops a kept run (one that did not verify when read).
   void Forget(const std::string& key) const;
