@@ -550,9 +550,13 @@ class Supervisor:
             elapsed = (time.perf_counter() - start) * 1e3
             if k >= plan.get("max_runs", 300):
                 break
+            if k >= 3 and elapsed >= 2 * plan.get("budget_ms", 2000):  # kforge-worker's rule too
+                break
             if k >= plan.get("min_runs", 10):
-                med = statistics.median(effective)
-                cv = statistics.pstdev(effective) / med if med > 0 else 0
+                # The stopping rule of kforge-worker (CoefficientOfVariation) and the verdict's cv:
+                # sample standard deviation over mean, of the runs as the orchestrator takes them.
+                mean = statistics.fmean(effective)
+                cv = statistics.stdev(effective) / mean if mean > 0 and len(effective) > 1 else 1.0
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
 
