@@ -8,6 +8,7 @@
 #include "eval/python_worker.h"
 #include "eval/compiler.h"
 #include "eval/roofline.h"
+#include "eval/trusted_state.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
@@ -81,6 +82,7 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
     fmt::print("  compiler {}\n", CompilerVersion(*runner));
     Result<fs::path> cache = CacheDir();
     fmt::print("  cache    {}\n", cache.ok() ? cache->string() : cache.status().message());
+    fmt::print("  trusted  {}\n", TrustedState(true).Describe());
     fmt::print("  problems {} bundled\n", ListBundledProblems().size());
     fmt::print("isolation:\n");
     for (const std::string& line : DescribeIsolation()) fmt::print("  {}\n", line);

@@ -193,4 +193,19 @@ Status TrustedState::KeepBaselines(const std::string& key, const json& fields,
   return WriteFileAtomic(root_ / "baselines" / (key + ".json"), j.dump(1));
 }
 
+std::string TrustedState::Describe() const {
+  if (root_.empty()) return "no trusted store (no cache folder)";
+  uint64_t runs = 0, bytes = 0, baselines = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(root_ / "runs", ec)) {
+    if (e.path().filename().string().rfind(".stage-", 0) == 0) continue;
+    ++runs;
+    for (const fs::directory_entry& f : fs::directory_iterator(e.path(), ec)) bytes += f.is_regular_file(ec) ? f.file_size(ec) : 0;
+  }
+  for (const fs::directory_entry& e : fs::directory_iterator(root_ / "baselines", ec)) baselines += e.path().extension() == ".json";
+  return root_.string() + ": " + std::to_string(runs) + " reference runs (" + std::to_string(bytes >> 20) + " MB of " +
+         std::to_string(LimitBytes() >> 20) + "), " + std::to_string(baselines) +
+         " baseline sets; delete the folder to compute everything again";
+}
+
 }  // namespace kforge

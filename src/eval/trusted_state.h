@@ -62,6 +62,9 @@ class TrustedState {
   Status KeepBaselines(const std::string& key, const nlohmann::json& fields,
                        const std::map<std::string, TimingStats>& timings) const;
 
+  // "<root>: N reference runs (M MB), K baseline sets", for `kforge doctor`.
+  std::string Describe() const;
+
  private:
   void Prune(uint64_t limit_bytes) const;
   std::filesystem::path root_;

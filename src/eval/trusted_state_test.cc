@@ -68,8 +68,10 @@ TEST_F(TrustedStateTest, GivenAKeptRunItIsFoundVerifiedAndItsFilesReadBack) {
   EXPECT_EQ(*bytes, "reference bytes");
   Cleanup(*kept);  // a kept folder stays
   EXPECT_TRUE(store.FindRun(key).has_value());
+  EXPECT_NE(store.Describe().find(": 1 reference runs"), std::string::npos) << store.Describe();
   store.Forget(key);
   EXPECT_FALSE(store.FindRun(key).has_value());
+  EXPECT_NE(store.Describe().find(": 0 reference runs"), std::string::npos) << store.Describe();
 }
 
 TEST_F(TrustedStateTest, GivenAChangedResultOrOutputTheKeptRunIsNotTrusted) {
