@@ -1,8 +1,10 @@
 #include "eval/trusted_state.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -35,11 +37,15 @@ std::string NowIso(std::time_t t) {
   return buf;
 }
 
-// Links `from` to `to` (same file system), else copies it.
+// Links `from` to `to` when the file is this process's own and on the same file system, else
+// copies it: a kept file is never one that a sandbox user (who wrote the job folder) still owns.
 Status LinkOrCopy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
-  fs::create_hard_link(from, to, ec);
-  if (!ec) return Status::Ok();
+  struct stat st {};
+  if (::stat(from.c_str(), &st) == 0 && st.st_uid == geteuid()) {
+    fs::create_hard_link(from, to, ec);
+    if (!ec) return Status::Ok();
+  }
   ec.clear();
   fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
   if (ec) return Status::IoError("cannot keep " + from.string() + " in the trusted store: " + ec.message());
@@ -111,7 +117,9 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
   const fs::path final_dir = root_ / "runs" / key;
   if (fs::exists(final_dir / "kept.json")) return Status::Ok();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(run.dir / "result.json"));
-  const fs::path stage = root_ / "runs" / (".stage-" + key + "-" + std::to_string(getpid()));
+  // A staging folder of this writer's own (processes and threads may keep the same key at once).
+  static std::atomic<uint64_t> writes{0};
+  const fs::path stage = root_ / "runs" / (".stage-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(++writes));
   fs::remove_all(stage, ec);
   fs::create_directories(stage, ec);
   if (ec) return Status::IoError("cannot create " + stage.string() + ": " + ec.message());
@@ -146,8 +154,13 @@ void TrustedState::Prune(uint64_t limit_bytes) const {
   std::vector<Entry> entries;
   uint64_t total = 0;
   std::error_code ec;
+  const auto hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
   for (const fs::directory_entry& e : fs::directory_iterator(root_ / "runs", ec)) {
-    if (e.path().filename().string().rfind(".stage-", 0) == 0) continue;
+    if (e.path().filename().string().rfind(".stage-", 0) == 0) {
+      std::error_code tec;
+      if (fs::last_write_time(e.path(), tec) < hour_ago && !tec) fs::remove_all(e.path(), tec);  // a killed writer's
+      continue;
+    }
     Result<std::string> kept = ReadFile(e.path() / "kept.json");
     json k = kept.ok() ? json::parse(*kept, nullptr, false) : json();
     uint64_t bytes = k.is_object() ? k.value("bytes", uint64_t{0}) : 0;

@@ -104,6 +104,29 @@ TEST_F(TrustedStateTest, GivenAnUnfinishedRunOrADisabledStoreNothingIsKept) {
   EXPECT_FALSE(store.FindRun(key).has_value());
 }
 
+// Over its limit the store drops the least recently used runs: B here, since A was just read.
+TEST_F(TrustedStateTest, GivenMoreThanItsLimitTheLeastRecentlyUsedRunsGo) {
+  setenv("KFORGE_TRUSTED_CACHE_MB", "1", 1);  // 1 MB; a run may take a quarter of it
+  TrustedState store(true);
+  const std::string payload(200 << 10, 'x');
+  auto key = [](char c) { return TrustedStateKey({{"run", std::string(1, c)}}); };
+  for (char c : std::string("ABCDE")) {
+    WorkerRun run = FakeRun(payload);
+    ASSERT_TRUE(store.KeepRun(key(c), {}, run).ok());
+  }
+  ASSERT_TRUE(store.FindRun(key('A')).has_value());
+  WorkerRun run = FakeRun(payload);
+  ASSERT_TRUE(store.KeepRun(key('F'), {}, run).ok());
+  EXPECT_TRUE(store.FindRun(key('A')).has_value());
+  EXPECT_FALSE(store.FindRun(key('B')).has_value());
+  EXPECT_TRUE(store.FindRun(key('F')).has_value());
+  WorkerRun large = FakeRun(std::string(300 << 10, 'y'));  // over a quarter of the limit
+  Status big = store.KeepRun(key('G'), {}, large);
+  EXPECT_FALSE(big.ok());
+  EXPECT_NE(big.message().find("quarter"), std::string::npos) << big.message();
+  unsetenv("KFORGE_TRUSTED_CACHE_MB");
+}
+
 TEST_F(TrustedStateTest, GivenBaselinesTheyAreFoundUntilTooOld) {
   TrustedState store(true);
   TimingStats t;
