@@ -553,8 +553,9 @@ class Supervisor:
             if k >= 3 and elapsed >= 2 * plan.get("budget_ms", 2000):  # kforge-worker's rule too
                 break
             if k >= plan.get("min_runs", 10):
-                # The stopping rule of kforge-worker (CoefficientOfVariation) and the verdict's cv:
-                # sample standard deviation over mean, of the runs as the orchestrator takes them.
+                # kforge-worker's formula (CoefficientOfVariation) and the verdict's cv: sample
+                # standard deviation over mean, here of the runs as the orchestrator takes them
+                # (kforge-worker: of the device times).
                 mean = statistics.fmean(effective)
                 cv = statistics.stdev(effective) / mean if mean > 0 and len(effective) > 1 else 1.0
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
