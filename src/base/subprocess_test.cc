@@ -662,7 +662,10 @@ int CheckUnprivilegedPath(const fs::path& cwd, int port) {
   r = runner->Run(MakeSpec({VisibleHelper().string(), "write", "inside", "/tmp/" + token,
                             (fs::path(kHelper).parent_path() / token).string()},
                            cwd));
-  if (r.private_fs && r.out.find(": EROFS") == std::string::npos) return 18;
+  if (r.private_fs && r.out.find(": EROFS") == std::string::npos) {
+    fprintf(stderr, "  [as nobody] write: %s out=[%s] err=[%s]\n", r.Describe().c_str(), r.out.c_str(), r.err.c_str());
+    return 18;
+  }
   if (fs::exists("/tmp/" + token)) return 19;
   return 0;
 }

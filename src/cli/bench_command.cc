@@ -325,12 +325,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--confirm-rounds", f->confirm.rounds, "Confirmation: ABBA rounds per problem (default 5)");
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
-  cmd->add_flag("--rebaseline", f->options.rebaseline,
-                "Time the baselines again instead of using the ones kept for this problem, device and software (docs/evaluation.md, \"Trusted state\")");
-  cmd->add_option("--baseline-max-age", f->options.baseline_max_age_s,
-                  "Kept baselines older than this many seconds are timed again (default 21600)");
-  cmd->add_flag("!--no-trusted-cache", f->options.trusted_state,
-                "Neither use nor keep the references and baselines computed for earlier judgements");
+  AddTrustedStateFlags(cmd, &f->options);
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->add_option("--precision", f->precision,
                   "Precision policies, each a pass with its own columns: strict, tf32, bf16, fp16, "

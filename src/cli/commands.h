@@ -27,6 +27,9 @@ Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>
 // --precision (eval, optimize): empty -> unset (the problem's policy); else one policy name. A
 // list or an unknown name fails, naming the valid policies.
 Result<std::optional<PrecisionPolicy>> ParsePrecisionFlag(const std::string& value);
+// The flags eval, optimize and bench share for the judge's trusted state: --rebaseline,
+// --baseline-max-age and --no-trusted-cache (docs/evaluation.md, "Trusted state").
+void AddTrustedStateFlags(CLI::App* cmd, EvalOptions* options);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddProblemsCommand(CLI::App& app, int* exit_code);
 // optimize, resume, runs, show.

@@ -106,6 +106,15 @@ Result<std::map<std::string, int64_t>> ParseSizes(const std::vector<std::string>
   return out;
 }
 
+void AddTrustedStateFlags(CLI::App* cmd, EvalOptions* options) {
+  cmd->add_flag("--rebaseline", options->rebaseline,
+                "Time the baselines again instead of using the ones kept for this problem, device and software (docs/evaluation.md, \"Trusted state\")");
+  cmd->add_option("--baseline-max-age", options->baseline_max_age_s,
+                  "Kept baselines older than this many seconds are timed again (default 21600)");
+  cmd->add_flag("!--no-trusted-cache", options->trusted_state,
+                "Neither use nor keep the references and baselines computed for earlier judgements");
+}
+
 Result<std::optional<PrecisionPolicy>> ParsePrecisionFlag(const std::string& value) {
   if (value.empty()) return std::optional<PrecisionPolicy>();
   if (value.find(',') != std::string::npos)
@@ -136,12 +145,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--racecheck", f->options.racecheck, "With --sanitize: run racecheck too");
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
-  cmd->add_flag("--rebaseline", f->options.rebaseline,
-                "Time the baselines again instead of using the ones kept for this problem, device and software (docs/evaluation.md, \"Trusted state\")");
-  cmd->add_option("--baseline-max-age", f->options.baseline_max_age_s,
-                  "Kept baselines older than this many seconds are timed again (default 21600)");
-  cmd->add_flag("!--no-trusted-cache", f->options.trusted_state,
-                "Neither use nor keep the references and baselines computed for earlier judgements");
+  AddTrustedStateFlags(cmd, &f->options);
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->add_option("--timed-checks", f->options.timed_checks,
                   "Timed runs, picked at random after the fact, whose outputs are checked against a reference (default 3)");

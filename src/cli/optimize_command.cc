@@ -20,6 +20,7 @@ struct LoopFlags {
   ForgeOptions options;
   std::string llm_config;
   std::string precision;  // --precision as given
+  std::vector<std::string> sizes;  // --size as given
   int64_t run_id = 0;
   int64_t attempt = 0;
   bool json = false;
@@ -191,14 +192,10 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--deny", f->options.deny, "A code pattern candidates may not contain (repeatable)");
   opt->add_option("--transfer", f->options.transfer_file, "A working kernel for another backend to port from");
   opt->add_option("--transfer-backend", f->options.transfer_backend, "The backend of --transfer");
+  opt->add_option("--size", f->sizes, "Override a size parameter for every evaluation: --size n=262144 (repeatable)");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
-  opt->add_flag("--rebaseline", f->options.eval.rebaseline,
-                "Time the baselines again instead of using the ones kept for this problem, device and software (docs/evaluation.md, \"Trusted state\")");
-  opt->add_option("--baseline-max-age", f->options.eval.baseline_max_age_s,
-                  "Kept baselines older than this many seconds are timed again (default 21600)");
-  opt->add_flag("!--no-trusted-cache", f->options.eval.trusted_state,
-                "Neither use nor keep the references and baselines computed for earlier judgements");
+  AddTrustedStateFlags(opt, &f->options.eval);
   opt->add_option("--precision", f->precision,
                   "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "
                   "kernelbench (default: the problem's, else strict)");
@@ -215,6 +212,13 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
       return;
     }
     f->options.eval.precision = *precision;
+    Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
+    if (!sizes.ok()) {
+      fmt::print(stderr, "kforge optimize: {}\n", sizes.status().message());
+      *exit_code = kExitUsage;
+      return;
+    }
+    f->options.eval.sizes = *sizes;
     *exit_code = RunLoop(*f, false);
   });
 

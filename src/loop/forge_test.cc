@@ -279,6 +279,18 @@ ForgeOptions LoopOptions(const std::string& model) {
   return o;
 }
 
+// The offline tuner's tests compare single measurements without confirmation, so each pass of
+// the fixture must take far longer than the noise of a loaded machine: at the default n one
+// pass takes microseconds, below the supervisor's clock, and 1 and 8 passes came out tied (CI
+// picked REPEAT_A = 8 once). At this n one pass takes about 0.1 ms.
+constexpr int64_t kTunerN = 262144;
+
+ForgeOptions TunerOptions() {
+  ForgeOptions o = LoopOptions("");
+  o.eval.sizes["n"] = kTunerN;
+  return o;
+}
+
 // Confirmation on flat_scale: three rounds of shorter jobs than the default.
 ForgeOptions ConfirmingOptions(const std::string& model) {
   ForgeOptions o = LoopOptions(model);
@@ -317,6 +329,22 @@ std::vector<AttemptRow> Attempts(RunStore& store, int64_t run) {
   Result<std::vector<AttemptRow>> a = store.Attempts(run);
   EXPECT_TRUE(a.ok()) << a.status().ToString();
   return a.ok() ? *a : std::vector<AttemptRow>{};
+}
+// For failure messages: each attempt's phase, parameters, status, median and verdict message,
+// and what confirmation recorded on it.
+std::string DescribeAttempts(const std::vector<AttemptRow>& attempts) {
+  std::string out;
+  for (const AttemptRow& a : attempts) {
+    json v = json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json, nullptr, false);
+    out += "\n  attempt " + std::to_string(a.number) + " " + a.phase + " " + a.params_json + " " + a.status + " " +
+           std::to_string(a.median_ms) + " ms";
+    if (v.is_object()) {
+      out += " | " + v.value("message", "");
+      for (const char* key : {"confirmed", "confirmation_lost_to", "confirmed_pick"})
+        if (v.contains(key)) out += std::string(" | ") + key + " " + v[key].dump();
+    }
+  }
+  return out;
 }
 std::vector<LlmCallRow> Calls(RunStore& store, int64_t run) {
   Result<std::vector<LlmCallRow>> c = store.LlmCalls(run);
@@ -820,7 +848,7 @@ TEST_F(ForgeLoopTest,
 TEST_F(ForgeLoopTest, GivenAKillDuringTheOfflineTunerResumeEvaluatesNoConfigurationTwice) {
   Workspace w("kill-tune");
   {
-    KforgeProcess child(w.dir, {"optimize", kProblem.string(), "--budget-ms", "30"});
+    KforgeProcess child(w.dir, {"optimize", kProblem.string(), "--budget-ms", "30", "--size", "n=" + std::to_string(kTunerN), "--no-confirm"});
     ASSERT_TRUE(WaitFor([&] { return HasAttemptIn(*w.store, 3, "evaluating"); }, 60))
         << child.Log();
     child.Kill();
@@ -850,7 +878,8 @@ TEST_F(ForgeLoopTest, GivenAKillDuringTheOfflineTunerResumeEvaluatesNoConfigurat
   EXPECT_LE(attempts.size(), 9u);
   ASSERT_GT(run->best_attempt, 0);
   EXPECT_EQ(json::parse(attempts[run->best_attempt - 1].params_json),
-            json({{"REPEAT_A", "1"}, {"REPEAT_B", "1"}}));
+            json({{"REPEAT_A", "1"}, {"REPEAT_B", "1"}}))
+      << DescribeAttempts(attempts);
   ReapOrphans();
 }
 
@@ -861,16 +890,16 @@ TEST_F(ForgeLoopTest, GivenAKillDuringTheOfflineTunerResumeEvaluatesNoConfigurat
 TEST_F(ForgeLoopTest, GivenNoModelTheTunerFindsTheBestParametersInFewerEvaluationsThanASweep) {
   Workspace w("offline");
   ForgeDeps deps = w.Deps(nullptr, nullptr);
-  Result<ForgeSummary> s = StartRun(LoopOptions(""), deps);
+  Result<ForgeSummary> s = StartRun(TunerOptions(), deps);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->status, "done");
   EXPECT_EQ(s->stop_reason, "offline tuner finished its search");
   EXPECT_EQ(s->evaluations_exhaustive, 9);
-  EXPECT_EQ(s->attempts, 7);
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  EXPECT_EQ(s->attempts, 7) << DescribeAttempts(attempts);
   EXPECT_LT(s->attempts, s->evaluations_exhaustive);
   EXPECT_EQ(s->totals.llm_calls, 0);
 
-  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
   std::set<std::string> configs;
   for (const AttemptRow& a : attempts) {
     EXPECT_EQ(a.phase, "tune");
@@ -882,7 +911,7 @@ TEST_F(ForgeLoopTest, GivenNoModelTheTunerFindsTheBestParametersInFewerEvaluatio
       << "the declared start first";
   ASSERT_GT(s->best_attempt, 0);
   const AttemptRow& best = attempts[s->best_attempt - 1];
-  EXPECT_EQ(json::parse(best.params_json), json({{"REPEAT_A", "1"}, {"REPEAT_B", "1"}}));
+  EXPECT_EQ(json::parse(best.params_json), json({{"REPEAT_A", "1"}, {"REPEAT_B", "1"}})) << DescribeAttempts(attempts);
   double slowest = 0;
   for (const AttemptRow& a : attempts) slowest = std::max(slowest, a.median_ms);
   EXPECT_GT(slowest, 4 * best.median_ms) << "the parameters should matter";
@@ -933,7 +962,7 @@ TEST_F(ForgeLoopTest, GivenNoisyNearIdenticalConfigurationsTheReportedBestCarrie
   EXPECT_EQ(attempts[0].phase, "seed");
 
   // The summary: confirmed against the seed first, then against the other two.
-  ASSERT_EQ(s->confirmed.size(), 3u);
+  ASSERT_EQ(s->confirmed.size(), 3u) << DescribeAttempts(attempts);
   const Confirmation& vs_seed = s->confirmed[0];
   EXPECT_EQ(vs_seed.against, "seed");
   EXPECT_EQ(vs_seed.candidate, "attempt " + std::to_string(s->best_attempt));
