@@ -55,6 +55,7 @@ class ForgeRun {
  public:
   ForgeRun(ForgeOptions o, ForgeDeps& d, RunRow run) : options_(std::move(o)), deps_(d), run_(std::move(run)) {}
   Result<ForgeSummary> Run();
+  Result<ForgeSummary> RunSteps();
 
  private:
   Status Prepare();
@@ -698,7 +699,20 @@ Result<ForgeSummary> ForgeRun::Finalize(const std::string& status, const std::st
   return s;
 }
 
+// A run that stops on an error says so in the store ("failed", with the error as its stop
+// reason) rather than staying "running"; what it recorded stays, and `kforge resume` continues it
+// once the cause is fixed.
 Result<ForgeSummary> ForgeRun::Run() {
+  Result<ForgeSummary> s = RunSteps();
+  if (s.ok()) return s;
+  run_.status = "failed";
+  run_.stop_reason = s.status().message();
+  Status recorded = deps_.store->UpdateRun(run_);
+  if (!recorded.ok()) return s.status().WithContext("run " + std::to_string(run_.id) + " (not marked failed in the store: " + recorded.message() + ")");
+  return s;
+}
+
+Result<ForgeSummary> ForgeRun::RunSteps() {
   KF_RETURN_IF_ERROR(Prepare());
   seconds_before_ = totals_.stage_seconds;
   run_.status = "running";
@@ -799,6 +813,7 @@ fs::path WorkspaceDir() {
 Result<ForgeSummary> StartRun(const ForgeOptions& requested, ForgeDeps& deps) {
   KF_ASSIGN_OR_RETURN(fs::path file, FindProblem(requested.problem));
   KF_ASSIGN_OR_RETURN(Problem p, LoadProblem(file));
+  KF_RETURN_IF_ERROR(Bind(p, requested.eval.sizes, false).status());  // --size checked before the run exists
   // The run records the policy it uses, so that `kforge show` and a resume see it even when it
   // came from the problem file.
   ForgeOptions options = requested;

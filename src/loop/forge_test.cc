@@ -843,6 +843,35 @@ TEST_F(ForgeLoopTest,
   ReapOrphans();
 }
 
+// A run that stops on an error (here: the ABI headers cannot be found) is marked failed with
+// the error as its reason, not left "running"; once the cause is fixed, resume finishes it.
+TEST_F(ForgeLoopTest, GivenAnEnvironmentErrorTheRunIsMarkedFailedAndResumeFinishesIt) {
+  Workspace w("failed-run");
+  ForgeDeps deps = w.Deps(nullptr, nullptr);
+  ForgeOptions o = LoopOptions("");
+  o.max_evaluations = 2;
+  const char* home = std::getenv("KFORGE_HOME");
+  const std::string saved = home ? home : "";
+  setenv("KFORGE_HOME", (w.dir / "no-such-home").c_str(), 1);
+  Result<ForgeSummary> s = StartRun(o, deps);
+  if (saved.empty()) unsetenv("KFORGE_HOME"); else setenv("KFORGE_HOME", saved.c_str(), 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s.status().message(), "ABI header")) << s.status().ToString();
+  Result<std::vector<RunRow>> runs = w.store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().status, "failed");
+  EXPECT_EQ(runs->front().stop_reason, s.status().message());
+
+  Result<ForgeSummary> resumed = ResumeRun(runs->front().id, deps);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->status, "done");
+  EXPECT_EQ(resumed->attempts, 2);
+  Result<RunRow> run = w.store->GetRun(runs->front().id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, "done");
+}
+
 // Offline: kill -9 during the tuner's search, then resume; no configuration is evaluated twice
 // and the search ends where an uninterrupted one does.
 TEST_F(ForgeLoopTest, GivenAKillDuringTheOfflineTunerResumeEvaluatesNoConfigurationTwice) {
