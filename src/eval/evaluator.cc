@@ -114,6 +114,12 @@ class Evaluation {
   Result<bool> CompileGate();
   Status PrepareTrials();
   Status ComputeReference();
+  // A reference job through the trusted store: the run kept under `key` if there is one, else
+  // run() (and kept when read() accepts it). A kept run that read() refuses (a file changed or
+  // missing) is dropped with a warning naming `what`, and run() computes it again. An empty key
+  // neither reads nor keeps.
+  Status KeptOrRun(const std::string& key, const json& fields, const std::string& what,
+                   const std::function<Result<WorkerRun>()>& run, const std::function<Status(const WorkerRun&)>& read);
   Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields = json());
   Status ReadReferences(const WorkerRun& run, std::vector<Trial>& trials, const std::string& what);
   json TrialFields(size_t count) const;
@@ -280,39 +286,48 @@ Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::strin
       fields["trials"].push_back({{"sizes", t.bound.sizes}, {"seed", t.seed}, {"magnitude", t.magnitude}, {"hidden", t.hidden}});
     key = TrustedStateKey(fields);
   }
+  if (!keep_fields.is_null() && key.empty()) verdict_.fingerprint["trusted_state"]["references"] = "computed (not kept)";
+  auto run = [&]() -> Result<WorkerRun> {
+    Job job;
+    job.backend = "cpp";
+    job.entry = problem_.reference_float64 ? "kf_reference_f64" : "kf_reference_native";
+    job.check_twice = false;
+    WorkerFiles files;
+    files.library = reference_library_;
+    for (size_t t = 0; t < trials.size(); ++t) {
+      job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64));
+      job.checks.push_back(static_cast<int>(t));
+      std::vector<HostTensor> ins;
+      for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
+      files.inputs.push_back(std::move(ins));
+    }
+    return RunWorker(runner_, job, files, WorkerLimits());
+  };
+  return KeptOrRun(key, fields, "the check trials' references", run,
+                   [&](const WorkerRun& r) { return ReadReferences(r, trials, what); });
+}
+
+Status Evaluation::KeptOrRun(const std::string& key, const json& fields, const std::string& what,
+                             const std::function<Result<WorkerRun>()>& run,
+                             const std::function<Status(const WorkerRun&)>& read) {
   for (int attempt = 0;; ++attempt) {
     std::optional<WorkerRun> kept = key.empty() || attempt > 0 ? std::nullopt : trusted_.FindRun(key);
-    if (!keep_fields.is_null())
-      verdict_.fingerprint["trusted_state"]["references"] = kept ? "kept" : key.empty() ? "computed (not kept)" : "computed";
-    WorkerRun run;
+    if (!key.empty()) verdict_.fingerprint["trusted_state"]["references"] = kept ? "kept" : "computed";
+    WorkerRun r;
     if (kept) {
-      run = std::move(*kept);
+      r = std::move(*kept);
     } else {
-      Job job;
-      job.backend = "cpp";
-      job.entry = problem_.reference_float64 ? "kf_reference_f64" : "kf_reference_native";
-      job.check_twice = false;
-      WorkerFiles files;
-      files.library = reference_library_;
-      for (size_t t = 0; t < trials.size(); ++t) {
-        job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64));
-        job.checks.push_back(static_cast<int>(t));
-        std::vector<HostTensor> ins;
-        for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
-        files.inputs.push_back(std::move(ins));
-      }
-      KF_ASSIGN_OR_RETURN(run, RunWorker(runner_, job, files, WorkerLimits()));
+      KF_ASSIGN_OR_RETURN(r, run());
     }
-    Status status = ReadReferences(run, trials, what);
+    Status status = read(r);
     if (status.ok() && !kept && !key.empty()) {
-      Status k = trusted_.KeepRun(key, fields, run);
-      if (!k.ok()) verdict_.warnings.push_back("the check trials' references were not kept: " + k.message());
+      Status k = trusted_.KeepRun(key, fields, r);
+      if (!k.ok()) verdict_.warnings.push_back(what + " were not kept: " + k.message());
     }
-    Cleanup(run);
+    Cleanup(r);
     if (status.ok() || !kept) return status;
-    // A kept run that does not verify (a file changed or missing) is dropped and computed again.
     trusted_.Forget(key);
-    verdict_.warnings.push_back("the kept references did not verify (" + status.message() + "); computed again");
+    verdict_.warnings.push_back(what + ", as kept, did not verify (" + status.message() + "); computed again");
   }
 }
 
@@ -640,8 +655,13 @@ bool Evaluation::CompareTimedSamples(const WorkerRun& run, const json& samples,
     for (size_t o = 0; o < trials_[set].bound.outputs.size(); ++o) {
       const TensorShape& shape = trials_[set].bound.outputs[o];
       Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, std::string()));
-      Comparison c = bytes.ok() && o < ref.size() ? CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype))
-                                                  : Comparison{false, bytes.ok() ? "missing from the worker" : bytes.status().message()};
+      Comparison c;
+      if (bytes.ok() && o < ref.size()) {
+        c = CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype));
+      } else {
+        c.pass = false;
+        c.reason = bytes.ok() ? "missing from the worker" : bytes.status().message();
+      }
       if (!c.pass) {
         verdict_.trials.push_back({{"timed_run", r}, {"seed", seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
         Finish(VerdictStatus::kWrongOutput, label + ": output '" + shape.name + "': " + c.reason, "timed_output");
@@ -1159,31 +1179,18 @@ Status Evaluation::PreparePyTorch() {
                        {"python", py_probe_}, {"worker", PythonWorkerDigests()}};
   const std::string key = trusted_.enabled() && !problem_.path.empty() ? TrustedStateKey(fields) : "";
   job["lock_file"] = PythonLockFile();
-  // A kept run that does not verify (a file changed or missing) is dropped and computed again.
-  Status status = Status::Ok();
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    std::optional<WorkerRun> kept = key.empty() || attempt > 0 ? std::nullopt : trusted_.FindRun(key);
-    verdict_.fingerprint["trusted_state"]["references"] = kept ? "kept" : key.empty() ? "computed (not kept)" : "computed";
-    WorkerRun run;
-    if (kept) {
-      run = std::move(*kept);
-    } else {
-      PythonJobFiles files;
-      files.copies["problem.py"] = problem_.path;
-      KF_ASSIGN_OR_RETURN(run, RunPythonWorker(runner_, job, files, PythonLimits()));
-      AddPythonStages("python_reference", run, &verdict_.stages);
-    }
+  if (key.empty()) verdict_.fingerprint["trusted_state"]["references"] = "computed (not kept)";
+  auto run = [&]() -> Result<WorkerRun> {
+    PythonJobFiles files;
+    files.copies["problem.py"] = problem_.path;
+    KF_ASSIGN_OR_RETURN(WorkerRun r, RunPythonWorker(runner_, job, files, PythonLimits()));
+    AddPythonStages("python_reference", r, &verdict_.stages);
+    return r;
+  };
+  Status status = KeptOrRun(key, fields, "the PyTorch references", run, [&](const WorkerRun& r) {
     trials_.clear();
-    status = ReadPyTorchReference(run, sizes_of);
-    if (status.ok() && !kept && !key.empty()) {
-      Status k = trusted_.KeepRun(key, fields, run);
-      if (!k.ok()) verdict_.warnings.push_back("the PyTorch references were not kept: " + k.message());
-    }
-    Cleanup(run);
-    if (status.ok() || !kept) break;
-    trusted_.Forget(key);
-    verdict_.warnings.push_back("the kept PyTorch references did not verify (" + status.message() + "); computed again");
-  }
+    return ReadPyTorchReference(r, sizes_of);
+  });
   Stage("reference", t0);
   if (!status.ok()) return status;
   if (trials_.empty() || trials_[0].bound.outputs.empty()) return Status::Internal("the PyTorch reference returned no outputs");

@@ -195,6 +195,42 @@ TEST_F(PyTorchTest, GivenAModelNewInPyTorchItIsCorrectAgainstTheFloat64Reference
   EXPECT_TRUE(warned);
 }
 
+// The float64 references of a PyTorch problem are computed once and kept (docs/evaluation.md,
+// "Trusted state"); a kept file whose bytes changed is dropped and computed again, and the
+// verdict stands.
+TEST_F(PyTorchTest, GivenASecondJudgementTheReferencesAreKeptAndAChangedOneIsComputedAgain) {
+  const fs::path candidate = kKb / "candidates" / "12_torch_ops.py";
+  Verdict first = Eval(kGemm, candidate, "pytorch");
+  ASSERT_EQ(first.status, VerdictStatus::kCorrect) << first.message;
+  EXPECT_EQ(first.fingerprint["trusted_state"].value("references", ""), "computed");
+  Verdict second = Eval(kGemm, candidate, "pytorch");
+  ASSERT_EQ(second.status, VerdictStatus::kCorrect) << second.message;
+  EXPECT_EQ(second.fingerprint["trusted_state"].value("references", ""), "kept");
+  EXPECT_EQ(second.trials.size(), first.trials.size());
+
+  const fs::path runs = fs::path(std::getenv("KFORGE_CACHE_DIR")) / "trusted" / "runs";
+  ASSERT_TRUE(fs::exists(runs));
+  fs::path largest;
+  for (const auto& run : fs::directory_iterator(runs))
+    for (const auto& e : fs::directory_iterator(run.path())) {
+      const std::string name = e.path().filename().string();
+      if (name == "result.json" || name == "kept.json") continue;
+      if (largest.empty() || fs::file_size(e.path()) > fs::file_size(largest)) largest = e.path();
+    }
+  ASSERT_FALSE(largest.empty());
+  std::string bytes = ReadFile(largest).value();
+  ASSERT_GT(bytes.size(), 64u);
+  bytes[40] = static_cast<char>(bytes[40] ^ 0x5a);
+  ASSERT_TRUE(WriteFileAtomic(largest, bytes).ok());
+
+  Verdict third = Eval(kGemm, candidate, "pytorch");
+  EXPECT_EQ(third.status, VerdictStatus::kCorrect) << third.message;
+  EXPECT_EQ(third.fingerprint["trusted_state"].value("references", ""), "computed");
+  bool warned = false;
+  for (const std::string& w : third.warnings) warned |= w.find("did not verify") != std::string::npos;
+  EXPECT_TRUE(warned) << "a warning that the kept references did not verify";
+}
+
 TEST_F(PyTorchTest, GivenAModelNewThatDropsAnOperationItIsWrongOutput) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_forgets_multiplier.py", "pytorch");
   EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
