@@ -475,7 +475,7 @@ class Child:
         self.set_models = {}    # set index -> the model that runs it
         self.set_outs = {}      # set index -> kf_run output buffers [(name, dtype, view, guard)]
         self.null_outs = {}     # set index -> outputs of the null op (calibration)
-        self.pending = None     # the prepared timed run: (set, RunInputs or None, fn, clones)
+        self.pending = None     # the prepared timed run: (set, null, fn, clones, poison pattern)
         self.last = None        # its outputs, after go
         self.timed_changed = {}  # set index -> names of fresh inputs a timed run changed
 
@@ -780,6 +780,7 @@ class Child:
         check inputs), poisoned kf_run outputs, a flushed cache. A null run (calibration)
         prepares the same way and then runs a trivial op."""
         j, seed, null = msg["set"], msg["seed"], msg.get("null", False)
+        which = int(msg.get("poison", 0)) & 1  # the supervisor alternates it, as kforge-worker does
         s = self.spec["sets"][j]
         inp, clones = self.sets[j], []
         if seed is not None and self.spec["problem"]["kind"] == "kernelbench":
@@ -803,12 +804,12 @@ class Child:
                 poison_fill(guard, dt, 0)
             fn = self.null_function(inp.seed, [t for _, _, t, _ in outs])
         else:
-            self.poison(j, 0)
+            self.poison(j, which)
             fn = self.function(j, inp)
         if self.spec["timing"].get("flush", True) and msg.get("flush", True):
             self.device.flush()
         self.device.sync()
-        self.pending = (j, null, fn, clones)
+        self.pending = (j, null, fn, clones, which)
         return {}, ()
 
     def null_function(self, seed, outs):
@@ -821,7 +822,7 @@ class Child:
         return call
 
     def cmd_go(self, msg):
-        j, null, fn, clones = self.pending
+        j, null, fn, clones, _ = self.pending
         with self.torch.no_grad():
             outs, dms, hms = self.device.timed_call(fn)
         self.last = outs
@@ -830,10 +831,10 @@ class Child:
     def cmd_collect(self, msg):
         """The outputs of the run just done, as blobs, plus what the child saw: writes past the
         end of kf_run outputs, fresh inputs the call changed."""
-        j, null, fn, clones = self.pending
+        j, null, fn, clones, which = self.pending
         outs, expected = list(self.last), self.spec["sets"][j]["outputs"]
         check_outputs(outs, expected)
-        reply = {"overrun": None if null else self.overrun(j, 0),
+        reply = {"overrun": None if null else self.overrun(j, which),
                  "inputs_changed": [n for n, t, c in clones if not same_bits(t, c)]}
         self.timed_changed.setdefault(j, set()).update(reply["inputs_changed"])
         self.pending = self.last = None

@@ -436,12 +436,13 @@ class Supervisor:
                     d["name"], n, d["dtype"], d["dims"], want))
 
     # Timing.
-    def one_run(self, j, seed, null, keep=False, flush=True):
-        """prepare, go, collect: one run of set j. The supervisor's clock measures each step;
-        wall_ms is from sending go to receiving done."""
+    def one_run(self, j, seed, null, keep=False, flush=True, poison=0):
+        """prepare, go, collect: one run of set j, its kf_run outputs filled with poison pattern
+        `poison` (0 or 1; timed runs alternate them, as kforge-worker's do). The supervisor's
+        clock measures each step; wall_ms is from sending go to receiving done."""
         ns = time.perf_counter_ns
         t0 = ns()
-        self.call({"cmd": "prepare", "set": j, "seed": seed, "null": null, "flush": flush})
+        self.call({"cmd": "prepare", "set": j, "seed": seed, "null": null, "flush": flush, "poison": poison})
         t1 = ns()
         self.chan.send({"cmd": "go"})
         done = self.reply()
@@ -453,7 +454,7 @@ class Supervisor:
         kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
         probes = []
         for d, n in zip(expected, r["blobs"]):
-            probe = OutputProbe(d["dtype"], POISON[d["dtype"]][0] if kf_run else None, keep)
+            probe = OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)
             self.chan.read_blob(n, probe)
             probes.append((d["name"], probe))
         t4 = ns()
@@ -532,7 +533,7 @@ class Supervisor:
             j = sets[k % len(sets)]
             seed = secrets.randbits(63) if self.fresh() else None
             slot = k if k < k_keep else secrets.randbelow(k + 1)  # reservoir sampling (algorithm R)
-            run = self.one_run(j, seed, False, keep=slot < k_keep)
+            run = self.one_run(j, seed, False, keep=slot < k_keep, poison=k % 2)
             for key in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms"):
                 timing[key].append(run[key])
             timing["sets_used"].append(j)

@@ -199,6 +199,15 @@ TEST_F(PyTorchTest, GivenAModelNewInPyTorchItIsCorrectAgainstTheFloat64Reference
 // "Trusted state"); a kept file whose bytes changed is dropped and computed again, and the
 // verdict stands.
 TEST_F(PyTorchTest, GivenASecondJudgementTheReferencesAreKeptAndAChangedOneIsComputedAgain) {
+  // A cache of its own: the suite's is shared by the tests of one process.
+  const std::string suite_cache = std::getenv("KFORGE_CACHE_DIR");
+  const fs::path cache = MakeTempDir("pytest-trusted").value();
+  chmod(cache.c_str(), 0755);
+  setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
+  struct Restore {
+    std::string dir;
+    ~Restore() { setenv("KFORGE_CACHE_DIR", dir.c_str(), 1); }
+  } restore{suite_cache};
   const fs::path candidate = kKb / "candidates" / "12_torch_ops.py";
   Verdict first = Eval(kGemm, candidate, "pytorch");
   ASSERT_EQ(first.status, VerdictStatus::kCorrect) << first.message;
@@ -208,7 +217,7 @@ TEST_F(PyTorchTest, GivenASecondJudgementTheReferencesAreKeptAndAChangedOneIsCom
   EXPECT_EQ(second.fingerprint["trusted_state"].value("references", ""), "kept");
   EXPECT_EQ(second.trials.size(), first.trials.size());
 
-  const fs::path runs = fs::path(std::getenv("KFORGE_CACHE_DIR")) / "trusted" / "runs";
+  const fs::path runs = cache / "trusted" / "runs";
   ASSERT_TRUE(fs::exists(runs));
   fs::path largest;
   for (const auto& run : fs::directory_iterator(runs))
