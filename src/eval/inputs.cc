@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "base/files.h"
 
@@ -80,6 +84,8 @@ inline double ToDoubleExact(uint64_t x) {
 
 // Elements [first, first + n) of one tensor as float64, before the cast (inputs.h states the
 // formula); `first` is even, so that no normal pair straddles two calls. Element i uses draw i.
+// One clone per x86-64 level (inputs.h): the same bits from each.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 void Draw(const Distribution& d, double magnitude, uint64_t state, size_t first, size_t n, double* out) {
   auto draw = [state](size_t i) { return Mix(state + (i + 1) * 0x9e3779b97f4a7c15ull) >> 11; };
   switch (d.kind) {
@@ -124,19 +130,45 @@ void Draw(const Distribution& d, double magnitude, uint64_t state, size_t first,
 
 uint64_t KeyHash(const std::string& key) { return std::stoull(HashHex(key).substr(0, 15), nullptr, 16); }
 
+// Threads for a tensor of `chunks` chunks: $KFORGE_INPUT_THREADS if set, else the cores up to 8,
+// never more than the chunks. The values do not depend on it (every element is a function of
+// its index).
+static size_t GeneratorThreads(size_t chunks) {
+  size_t want = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  if (const char* env = std::getenv("KFORGE_INPUT_THREADS"); env && *env) want = std::max(1L, std::atol(env));
+  return std::min(want, std::max<size_t>(chunks, 1));
+}
+
 std::string GenerateBytes(const TensorShape& shape, const Distribution& dist, const std::string& key, uint64_t seed,
                           double magnitude) {
   const uint64_t state = Mix(KeyHash(key) ^ Mix(seed));  // the formula of inputs.h, shared with the Python worker
   const size_t n = static_cast<size_t>(shape.numel()), width = DTypeSize(shape.dtype);
   std::string bytes(shape.bytes(), '\0');
-  // In chunks of an even length (a normal pair never straddles two), so the temporary stays small.
+  // In chunks of an even length (a normal pair never straddles two), so the temporary stays
+  // small; thread t of T takes chunks t, t + T, ... and joins before this returns.
   constexpr size_t kChunk = 1 << 16;
-  std::vector<double> raw(std::min(n, kChunk));
-  for (size_t start = 0; start < n; start += kChunk) {
-    const size_t count = std::min(kChunk, n - start);
-    Draw(dist, magnitude, state, start, count, raw.data());
-    FromDouble(shape.dtype, raw.data(), count, bytes.data() + start * width);
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  auto work = [&](size_t first, size_t step) {
+    std::vector<double> raw(std::min(n, kChunk));
+    for (size_t c = first; c < chunks; c += step) {
+      const size_t start = c * kChunk, count = std::min(kChunk, n - start);
+      Draw(dist, magnitude, state, start, count, raw.data());
+      FromDouble(shape.dtype, raw.data(), count, bytes.data() + start * width);
+    }
+  };
+  const size_t threads = GeneratorThreads(chunks);
+  std::vector<std::thread> pool;
+  size_t started = 1;
+  for (; started < threads; ++started) {
+    try {
+      pool.emplace_back(work, started, threads);
+    } catch (const std::system_error&) {  // no thread to be had (a process limit): do it here
+      break;
+    }
   }
+  for (size_t t = started; t < threads; ++t) work(t, threads);
+  work(0, threads);
+  for (std::thread& t : pool) t.join();
   return bytes;
 }
 

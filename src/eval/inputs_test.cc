@@ -149,5 +149,24 @@ TEST(InputsTest, GivenOneKeyDifferentSeedsDrawDifferentValuesAndTheSameSeedTheSa
   EXPECT_EQ(a.bytes, again.bytes);
 }
 
+// The threads split a tensor by chunks of 2^16 elements; an odd count with a partial last
+// chunk, every kind and two widths come out byte for byte as one thread draws them.
+TEST(InputsTest, GivenAnyNumberOfThreadsTheBytesAreTheSame) {
+  const int64_t n = 5 * (1 << 16) + 12345;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (Distribution::Kind kind : {Distribution::Kind::kNormal, Distribution::Kind::kUniform, Distribution::Kind::kIntegers}) {
+      TensorShape shape{"x", dtype, {n}};
+      const Distribution d = Dist(kind, kind == Distribution::Kind::kIntegers ? -3 : 0, kind == Distribution::Kind::kIntegers ? 9 : 1);
+      setenv("KFORGE_INPUT_THREADS", "1", 1);
+      const std::string one = GenerateBytes(shape, d, "threads/x", 7, 1.5);
+      for (const char* threads : {"2", "3", "8"}) {
+        setenv("KFORGE_INPUT_THREADS", threads, 1);
+        EXPECT_EQ(GenerateBytes(shape, d, "threads/x", 7, 1.5), one) << threads << " threads";
+      }
+      unsetenv("KFORGE_INPUT_THREADS");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kforge
