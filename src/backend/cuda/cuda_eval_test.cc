@@ -115,7 +115,9 @@ TEST_F(CudaEvalTest, GivenACandidatesKernelRunsTheRecordNamesIt) {
   EXPECT_EQ(r["calls"], 1);
   EXPECT_GT(r["device_ms"].get<double>(), 0);
   EXPECT_FALSE(r["graph"].get<bool>());
-  if (k.contains("harness_stream")) EXPECT_EQ(r["streams"], nlohmann::json::array({k["harness_stream"]})) << k.dump();
+  if (k.contains("harness_stream")) {
+    EXPECT_EQ(r["streams"], nlohmann::json::array({k["harness_stream"]})) << k.dump();
+  }
   EXPECT_GT(k["window_ms"].get<double>(), 0);
   // kforge's uploads and read-backs are outside the recorded call (the runtime's own start-up
   // in the candidate's first call may copy a little).
