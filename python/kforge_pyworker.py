@@ -554,11 +554,10 @@ class Supervisor:
             if k >= 3 and elapsed >= 2 * plan.get("budget_ms", 2000):  # kforge-worker's rule too
                 break
             if k >= plan.get("min_runs", 10):
-                # kforge-worker's formula (CoefficientOfVariation) and the verdict's cv: sample
-                # standard deviation over mean, here of the runs as the orchestrator takes them
-                # (kforge-worker: of the device times).
-                mean = statistics.fmean(effective)
-                cv = statistics.stdev(effective) / mean if mean > 0 and len(effective) > 1 else 1.0
+                # kforge-worker's formula (SetCoefficientOfVariation, src/base/stats.h) and the
+                # verdict's cv, here of the runs as the orchestrator takes them (kforge-worker:
+                # of the device times).
+                cv = set_cv(effective, timing["sets_used"])
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
 
@@ -606,6 +605,23 @@ def kernels_record(record):
         return {"source": "torch.profiler", "available": False,
                 "reason": "the child's kernels record is larger than %d bytes" % MAX_KERNELS_RECORD}
     return record
+
+
+def set_cv(values, sets):
+    """The root mean square over the input sets of each set's sample standard deviation over
+    mean (1 for a set of one run): timed runs alternate between sets whose speeds may differ,
+    and a pooled spread would never meet the target. src/base/stats.h has the same formula."""
+    groups = {}
+    for v, j in zip(values, sets):
+        groups.setdefault(j, []).append(v)
+    if len(values) < 2 or not groups:
+        return 1.0
+    sq = 0.0
+    for g in groups.values():
+        mean = statistics.fmean(g)
+        cv = statistics.stdev(g) / mean if len(g) > 1 and mean > 0 else 1.0
+        sq += cv * cv
+    return (sq / len(groups)) ** 0.5
 
 
 def run_job(folder):

@@ -37,8 +37,12 @@ struct TimingStats {
   bool wall_bounded = false;      // median_ms is the supervisor's bound, above the reported device time
 };
 
-// Computes the statistics of device samples (and the host median).
-TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector<double>& host_ms);
+// Computes the statistics of device samples (and the host median). `sets[i]` is the input set
+// of run i when runs alternate between sets: median_ms is then the mean of the sets' medians and
+// cv the root mean square of their coefficients of variation (base/stats.h says why); without
+// it the runs are pooled.
+TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector<double>& host_ms,
+                         const std::vector<int>& sets = {});
 
 // The statistics of a worker's "timing" record (kforge-worker or the Python worker): device
 // samples, and a median never below what the supervisor's clock allows: median(wall) - overhead,

@@ -3,6 +3,7 @@
 #define KFORGE_BASE_STATS_H_
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace kforge {
@@ -22,6 +23,56 @@ inline double LowerQuantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   size_t rank = static_cast<size_t>(q * static_cast<double>(v.size()) + 0.999999);
   return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
+}
+
+// Sample standard deviation over mean; 1 for fewer than two values or a mean of 0.
+inline double CoefficientOfVariation(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 1.0;
+  double mean = 0, var = 0;
+  for (double x : xs) mean += x;
+  mean /= static_cast<double>(xs.size());
+  for (double x : xs) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(xs.size() - 1);
+  return mean > 0 ? std::sqrt(var) / mean : 1.0;
+}
+
+// Timed runs alternate between input sets whose speeds may differ (gelu's magnitude-4 set takes
+// twice as long as its magnitude-1 set on the CPU), so pooling them makes a two-humped sample:
+// its median jumps between the humps and its spread never meets a stopping target. These
+// group the runs by set (`sets[i]` is run i's) and combine per set. Without a set per value
+// they fall back to the pooled statistic.
+inline std::vector<std::vector<double>> BySet(const std::vector<double>& xs, const std::vector<int>& sets) {
+  std::vector<std::vector<double>> groups;
+  if (sets.size() != xs.size()) return {xs};
+  std::vector<int> ids;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    size_t g = static_cast<size_t>(std::find(ids.begin(), ids.end(), sets[i]) - ids.begin());
+    if (g == ids.size()) ids.push_back(sets[i]), groups.emplace_back();
+    groups[g].push_back(xs[i]);
+  }
+  return groups;
+}
+
+// The mean over the sets of each set's median: every set weighs the same.
+inline double SetMedian(const std::vector<double>& xs, const std::vector<int>& sets) {
+  std::vector<std::vector<double>> groups = BySet(xs, sets);
+  if (groups.empty() || groups.front().empty()) return 0;
+  double sum = 0;
+  for (const std::vector<double>& g : groups) sum += Median(g);
+  return sum / static_cast<double>(groups.size());
+}
+
+// The root mean square of the sets' coefficients of variation (sets of one run count as 1: not
+// yet known); the stopping rule of both workers and the verdict's `cv`.
+inline double SetCoefficientOfVariation(const std::vector<double>& xs, const std::vector<int>& sets) {
+  std::vector<std::vector<double>> groups = BySet(xs, sets);
+  if (groups.empty() || xs.size() < 2) return 1.0;
+  double sq = 0;
+  for (const std::vector<double>& g : groups) {
+    const double cv = CoefficientOfVariation(g);
+    sq += cv * cv;
+  }
+  return std::sqrt(sq / static_cast<double>(groups.size()));
 }
 
 }  // namespace kforge

@@ -1269,10 +1269,10 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
     return false;
   }
   const PythonTiming& t = *parsed;
-  verdict_.timing = ComputeStats(t.effective_ms, t.host_ms);
+  verdict_.timing = ComputeStats(t.effective_ms, t.host_ms, t.sets);
   verdict_.fingerprint["timing"] = {
       {"clock", "max(device_ms, wall_ms - overhead_ms) per run; wall_ms is the worker's supervisor's clock"},
-      {"overhead_ms", t.overhead_ms}, {"device_median_ms", Median(t.device_ms)}, {"wall_median_ms", Median(t.wall_ms)},
+      {"overhead_ms", t.overhead_ms}, {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
       {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},
       {"calibration", tj.value("calibration", json::object())}, {"fresh_inputs", tj.value("fresh_inputs", false)}};
   if (tj.contains("note")) verdict_.warnings.push_back(tj["note"].get<std::string>());
@@ -1299,7 +1299,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
 // time the child reports (side streams, patched timers), or preparing and collecting a run taking
 // far longer than before the candidate was loaded (work moved outside the timed call).
 bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
-  const double device = Median(t.device_ms), effective = verdict_.timing->median_ms, host = verdict_.timing->host_median_ms;
+  const double device = SetMedian(t.device_ms, t.sets), effective = verdict_.timing->median_ms, host = verdict_.timing->host_median_ms;
   // On a CPU device the candidate and the supervisor share the cores: a loaded machine adds
   // milliseconds of scheduling delay to the supervisor's clock, so only far larger gaps count
   // (the time taken is max(device, wall - overhead) either way).
@@ -1424,7 +1424,7 @@ Status Evaluation::PyTorchBaselines() {
     } else {
       // Timed as the candidate is: fresh inputs, max(device, wall - overhead) per run.
       Result<PythonTiming> t = ParsePythonTiming(run->result["timing"]);
-      if (t.ok()) measured[name] = ComputeStats(t->effective_ms, t->host_ms);
+      if (t.ok()) measured[name] = ComputeStats(t->effective_ms, t->host_ms, t->sets);
       else verdict_.warnings.push_back(name + " baseline: " + t.status().message());
       verdict_.stages[name + "_first_call"] = run->result.value("first_call_seconds", 0.0);
     }
@@ -1539,8 +1539,10 @@ Result<TimingStats> Evaluation::TimePyTorchBaseline(const std::string& name) {
                               run.result.value("error", json::object()).value("message", run.process.Describe()).substr(0, 400));
   TimingStats t;
   if (failed.ok()) {
-    const json& tj = run.result["timing"];
-    t = ComputeStats(tj["device_ms"].get<std::vector<double>>(), tj["host_ms"].get<std::vector<double>>());
+    // As a judgement's baselines are taken (PyTorchBaselines): each run as judged, by set.
+    Result<PythonTiming> pt = ParsePythonTiming(run.result["timing"]);
+    if (pt.ok()) t = ComputeStats(pt->effective_ms, pt->host_ms, pt->sets);
+    else failed = pt.status();
   }
   Cleanup(run);
   if (!failed.ok()) return failed;

@@ -248,6 +248,9 @@ Result<PythonTiming> ParsePythonTiming(const json& timing) {
   t.calibration_prepare_ms = cal.value("prepare_ms", 0.0);
   t.calibration_collect_ms = cal.value("collect_ms", 0.0);
   for (size_t i = 0; i < n; ++i) t.effective_ms.push_back(std::max(t.device_ms[i], t.wall_ms[i] - t.overhead_ms));
+  const json used = timing.value("sets_used", json::array());
+  if (used.is_array() && used.size() == n && std::all_of(used.begin(), used.end(), [](const json& x) { return x.is_number_integer(); }))
+    for (const json& x : used) t.sets.push_back(x.get<int>());
   return t;
 }
 

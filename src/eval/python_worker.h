@@ -66,6 +66,7 @@ void VerifyPythonResult(WorkerRun* run);
 // overhead_ms) is not, so a run takes max(device_ms, wall_ms - overhead_ms).
 struct PythonTiming {
   std::vector<double> effective_ms, device_ms, host_ms, wall_ms, prepare_ms, collect_ms;
+  std::vector<int> sets;  // the input set of each run (empty when the record has none)
   double overhead_ms = 0;
   double calibration_prepare_ms = 0, calibration_collect_ms = 0;  // medians of the null runs
 };

@@ -22,31 +22,41 @@ const char* VerdictStatusName(VerdictStatus s) {
   return "unknown";
 }
 
-TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector<double>& host_ms) {
+TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector<double>& host_ms,
+                         const std::vector<int>& sets) {
   TimingStats t;
   t.runs = static_cast<int>(device_ms.size());
   if (device_ms.empty()) return t;
-  std::vector<double> s = device_ms;
-  std::sort(s.begin(), s.end());
-  size_t n = s.size();
-  t.median_ms = Median(s);
-  t.min_ms = s.front();
-  for (double x : s) t.mean_ms += x;
-  t.mean_ms /= n;
-  double var = 0;
-  for (double x : s) var += (x - t.mean_ms) * (x - t.mean_ms);
-  t.stdev_ms = n > 1 ? std::sqrt(var / (n - 1)) : 0;
-  t.cv = t.mean_ms > 0 ? t.stdev_ms / t.mean_ms : 0;
-  t.host_median_ms = Median(host_ms);
+  t.median_ms = SetMedian(device_ms, sets);
+  t.min_ms = *std::min_element(device_ms.begin(), device_ms.end());
+  for (double x : device_ms) t.mean_ms += x;
+  t.mean_ms /= static_cast<double>(device_ms.size());
+  t.cv = device_ms.size() > 1 ? SetCoefficientOfVariation(device_ms, sets) : 0;
+  t.stdev_ms = t.cv * t.median_ms;  // the spread within a set, in ms at the combined median
+  t.host_median_ms = SetMedian(host_ms, host_ms.size() == sets.size() ? sets : std::vector<int>{});
   return t;
 }
 
+// The input set of every timed run, when the record has one per run.
+static std::vector<int> SetsUsed(const nlohmann::json& tj, size_t runs) {
+  std::vector<int> sets;
+  const nlohmann::json used = tj.value("sets_used", nlohmann::json::array());
+  if (!used.is_array() || used.size() != runs) return sets;
+  for (const nlohmann::json& s : used) {
+    if (!s.is_number_integer()) return {};
+    sets.push_back(s.get<int>());
+  }
+  return sets;
+}
+
 TimingStats TimingFromWorker(const nlohmann::json& tj) {
-  TimingStats t = ComputeStats(tj.value("device_ms", std::vector<double>{}), tj.value("host_ms", std::vector<double>{}));
+  const std::vector<double> device = tj.value("device_ms", std::vector<double>{});
+  const std::vector<int> sets = SetsUsed(tj, device.size());
+  TimingStats t = ComputeStats(device, tj.value("host_ms", std::vector<double>{}), sets);
   t.device_median_ms = t.median_ms;
   std::vector<double> wall = tj.value("wall_ms", std::vector<double>{});
   if (wall.empty()) return t;
-  t.wall_median_ms = Median(wall);
+  t.wall_median_ms = SetMedian(wall, wall.size() == sets.size() ? sets : std::vector<int>{});
   t.overhead_ms = tj.value("overhead_ms", 0.0);
   // The supervisor's clock also holds its own wake-up latency, which grows on a loaded
   // machine: a reported time within 5% (and 3 deviations of the null runs) of the bound is

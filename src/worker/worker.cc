@@ -353,18 +353,6 @@ uint64_t FreshSeed() {
 
 uint64_t RandomBelow(uint64_t n) { return n == 0 ? 0 : FreshSeed() % n; }
 
-// The stopping rule's dispersion, the same formula in both workers (python/kforge_pyworker.py)
-// and the verdict's `cv`: sample standard deviation over mean.
-double CoefficientOfVariation(const std::vector<double>& xs) {
-  if (xs.size() < 2) return 1.0;
-  double mean = 0, var = 0;
-  for (double x : xs) mean += x;
-  mean /= xs.size();
-  for (double x : xs) var += (x - mean) * (x - mean);
-  var /= xs.size() - 1;
-  return mean > 0 ? std::sqrt(var) / mean : 1.0;
-}
-
 // What a timed output must be, checked by the supervisor for every timed run.
 std::string CheckTimedOutput(const TensorShape& shape, const char* data, int which, bool finite) {
   unsigned char pattern[8];
@@ -637,7 +625,8 @@ Status Supervisor::Timing() {
     // configuration in 1 of 6 quiet runs (0 before), so the two samples stay apart for now.
     double elapsed = NowMs() - start;
     int n = i + 1;
-    if (n >= plan.min_runs && (CoefficientOfVariation(device_ms) <= plan.cv_target || elapsed >= plan.budget_ms)) break;
+    // Per set (SetCoefficientOfVariation, base/stats.h; the Python worker's formula too).
+    if (n >= plan.min_runs && (SetCoefficientOfVariation(device_ms, used) <= plan.cv_target || elapsed >= plan.budget_ms)) break;
     if (n >= 3 && elapsed >= 2 * plan.budget_ms) break;
   }
   json sample_json = json::array();
