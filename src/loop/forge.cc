@@ -78,6 +78,7 @@ class ForgeRun {
   // Confirmation (forge.h, docs/loop.md).
   Result<std::optional<InterleavedTimes>> ConfirmAttempts(std::vector<AttemptRow>& kernels);
   Status RecordConfirmation(int64_t number, const std::vector<Confirmation>& cs, int64_t lost_to, bool pick = false);
+  Status NoteSeedFailure(int64_t number, const Verdict& failure);
   Status FailInConfirmation(int64_t number, const Verdict& failure);
   Status Challenge(int64_t number, int64_t incumbent);
   Status ConfirmTop();
@@ -249,7 +250,11 @@ Result<std::optional<InterleavedTimes>> ForgeRun::ConfirmAttempts(std::vector<At
     if (t.failed < 0) return std::optional<InterleavedTimes>(std::move(t));
     const AttemptRow failed = kernels[static_cast<size_t>(t.failed)];
     Progress("confirm", failed, ConfirmLabel(failed) + " failed in confirmation: " + t.failure->message);
-    if (failed.phase != "seed") KF_RETURN_IF_ERROR(FailInConfirmation(failed.number, *t.failure));
+    if (failed.phase != "seed") {
+      KF_RETURN_IF_ERROR(FailInConfirmation(failed.number, *t.failure));
+    } else {
+      KF_RETURN_IF_ERROR(NoteSeedFailure(failed.number, *t.failure));
+    }
     kernels.erase(kernels.begin() + t.failed);
   }
   return std::optional<InterleavedTimes>();
@@ -269,6 +274,22 @@ Status ForgeRun::RecordConfirmation(int64_t number, const std::vector<Confirmati
   KF_RETURN_IF_ERROR(WriteFiles(a, &main));
   KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
   return deps_.store->UpdateAttempt(a);
+}
+
+// The seed is the problem's own kernel: one that fails a confirmation job is left out of that
+// confirmation and stays the baseline, and its verdict records what failed
+// (`confirmation_failures`), so the run shows why it was confirmed against others.
+Status ForgeRun::NoteSeedFailure(int64_t number, const Verdict& failure) {
+  KF_ASSIGN_OR_RETURN(AttemptRow a, deps_.store->GetAttempt(run_.id, number));
+  json v = VerdictOf(a);
+  if (!v.contains("confirmation_failures") || !v["confirmation_failures"].is_array()) v["confirmation_failures"] = json::array();
+  v["confirmation_failures"].push_back({{"status", VerdictStatusName(failure.status)}, {"gate", failure.gate}, {"message", failure.message}});
+  a.verdict_json = v.dump();
+  fs::path main;
+  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
+  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  return Reload();
 }
 
 // A correct kernel must stay correct in confirmation: the failing job's verdict becomes the
