@@ -100,6 +100,16 @@ constexpr const char* kSchema[] = {
     "CREATE INDEX stages_by_run ON stages (run_id)",
 };
 
+// Covering indexes for Totals, which the loop runs after every step: without them SQLite reads
+// every row's prompt and source (the summed columns sit behind them, on overflow pages), 5.7 ms
+// at 1000 model calls. Created on every open (IF NOT EXISTS), so stores made before have them
+// too; older kforge versions read a store that has them.
+const char* const kIndexes[] = {
+    "CREATE INDEX IF NOT EXISTS llm_calls_totals ON llm_calls "
+    "(run_id, input_tokens, output_tokens, cached_tokens, cost_usd)",
+    "CREATE INDEX IF NOT EXISTS attempts_status ON attempts (run_id, status)",
+};
+
 // The current time as ISO 8601 UTC with milliseconds: 2025-01-31T12:34:56.789Z.
 std::string NowUtc() {
   using namespace std::chrono;
@@ -318,7 +328,9 @@ Status SqliteRunStore::Init() {
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
                 "name = 'schema_version'");
     if (s.Step() != SQLITE_ROW) return Error("reading the schema");
-    return s.Int(0) == 0 ? CreateSchema() : CheckSchema();
+    KF_RETURN_IF_ERROR(s.Int(0) == 0 ? CreateSchema() : CheckSchema());
+    for (const char* sql : kIndexes) KF_RETURN_IF_ERROR(Exec(sql, "creating the indexes"));
+    return Status::Ok();
   });
 }
 

@@ -118,6 +118,21 @@ class RunStoreTest : public ::testing::Test {
   fs::path db_ = dir_.path() / "workspace" / ".kforge" / "runs.db";
 };
 
+// Totals' covering indexes (the loop adds up a run after every step): made with the schema, and
+// added on open to a store made without them.
+TEST_F(RunStoreTest, GivenAStoreWithoutTheTotalsIndexes_OpenAddsThem) {
+  const char* count = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('llm_calls_totals', 'attempts_status')";
+  ASSERT_TRUE(OpenStore());
+  EXPECT_EQ(QueryDirectly(db_, count), "2");
+  QueryDirectly(db_, "DROP INDEX llm_calls_totals");
+  QueryDirectly(db_, "DROP INDEX attempts_status");
+  EXPECT_EQ(QueryDirectly(db_, count), "0");
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(QueryDirectly(db_, count), "2");
+  EXPECT_EQ(QueryDirectly(db_, "PRAGMA integrity_check"), "ok");
+}
+
 TEST_F(RunStoreTest, GivenANewPath_OpenCreatesTheFolderAndAVersionedWalDatabase) {
   auto store = OpenStore();
   ASSERT_TRUE(store);
