@@ -7,6 +7,8 @@
 #include <xxhash.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <vector>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -75,6 +77,26 @@ Result<fs::path> MakeTempDir(const std::string& tag) {
   if (!mkdtemp(pattern.data()))
     return Status::IoError("cannot create a temporary directory " + pattern + " (is /tmp full?)");
   return fs::path(pattern);
+}
+
+Result<fs::path> MakeScratchDir(const std::string& tag) {
+  static std::mutex mu;
+  static std::vector<fs::path>* dirs = nullptr;  // never freed: read by the exit handler
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir(tag));
+  if (std::getenv("KFORGE_KEEP_TEMP")) return dir;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!dirs) {
+    dirs = new std::vector<fs::path>();
+    std::atexit([] {
+      std::lock_guard<std::mutex> l(mu);
+      for (const fs::path& d : *dirs) {
+        std::error_code ec;
+        fs::remove_all(d, ec);
+      }
+    });
+  }
+  dirs->push_back(dir);
+  return dir;
 }
 
 Result<fs::path> CacheDir() {

@@ -29,6 +29,10 @@ inline std::string Sha256Hex(const std::string& s) { return Sha256Hex(s.data(), 
 
 // A fresh directory under $TMPDIR (or /tmp): kforge-<tag>-XXXXXX.
 Result<std::filesystem::path> MakeTempDir(const std::string& tag);
+// MakeTempDir, and the directory and all below it removed when the process exits normally
+// (std::atexit): scratch space such as a test suite's private cache, which kept reference runs
+// make gigabytes large. Unless $KFORGE_KEEP_TEMP is set.
+Result<std::filesystem::path> MakeScratchDir(const std::string& tag);
 
 // kforge's cache root: $KFORGE_CACHE_DIR, else /var/cache/kforge when running as root (so the
 // unprivileged sandbox user can traverse it), else $XDG_CACHE_HOME/kforge or ~/.cache/kforge.

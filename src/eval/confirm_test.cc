@@ -188,7 +188,7 @@ TEST(ConfirmInterleavedTest, GivenAKernelThatFailsInConfirmationItEndsWithThatVe
 class ConfirmSandboxTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static std::string dir = MakeTempDir("confirmtest-cache").value().string();
+    static std::string dir = MakeScratchDir("confirmtest-cache").value().string();
     chmod(dir.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);

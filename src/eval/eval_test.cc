@@ -24,7 +24,7 @@ class EvalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // A private cache, traversable by the sandbox user.
-    static std::string dir = MakeTempDir("evaltest-cache").value().string();
+    static std::string dir = MakeScratchDir("evaltest-cache").value().string();
     chmod(dir.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);

@@ -26,7 +26,7 @@ const fs::path kGemm = kKb / "12_Gemm_Multiply_LeakyReLU.py";
 class PyTorchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static std::string dir = MakeTempDir("pytest-cache").value().string();
+    static std::string dir = MakeScratchDir("pytest-cache").value().string();
     chmod(dir.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
@@ -92,7 +92,7 @@ class PyTorchTest : public ::testing::Test {
     size_t at = text.find("CHEAT = True");
     EXPECT_NE(at, std::string::npos) << cheat;
     if (at != std::string::npos) text.replace(at, 12, "CHEAT = False");
-    static fs::path dir = MakeTempDir("pytwins").value();
+    static fs::path dir = MakeScratchDir("pytwins").value();
     fs::path twin = dir / cheat.filename();
     EXPECT_TRUE(WriteFileAtomic(twin, text).ok());
     return twin;
@@ -201,7 +201,7 @@ TEST_F(PyTorchTest, GivenAModelNewInPyTorchItIsCorrectAgainstTheFloat64Reference
 TEST_F(PyTorchTest, GivenASecondJudgementTheReferencesAreKeptAndAChangedOneIsComputedAgain) {
   // A cache of its own: the suite's is shared by the tests of one process.
   const std::string suite_cache = std::getenv("KFORGE_CACHE_DIR");
-  const fs::path cache = MakeTempDir("pytest-trusted").value();
+  const fs::path cache = MakeScratchDir("pytest-trusted").value();
   chmod(cache.c_str(), 0755);
   setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
   struct Restore {

@@ -39,7 +39,7 @@ class TrustedStateTest : public ::testing::Test {
   // A finished, confirmed run in a fresh folder: result.json listing one output file.
   WorkerRun FakeRun(const std::string& bytes) {
     WorkerRun run;
-    run.dir = MakeTempDir("trusted-test-run").value();
+    run.dir = MakeScratchDir("trusted-test-run").value();
     EXPECT_TRUE(WriteFile(run.dir / "out.bin", bytes.data(), bytes.size()).ok());
     run.result = {{"done", true}, {"files", {{"out.bin", Sha256Hex(bytes)}}}};
     const std::string text = run.result.dump(1);
@@ -157,7 +157,7 @@ class TrustedJudgementTest : public TrustedStateTest {
   void SetUp() override {
     TrustedStateTest::SetUp();
     // The fixture problem in a folder of the test's own, so that it can be changed.
-    problem_dir_ = MakeTempDir("trusted-test-problem").value();
+    problem_dir_ = MakeScratchDir("trusted-test-problem").value();
     for (const auto& e : fs::directory_iterator(kData / "scale")) fs::copy_file(e.path(), problem_dir_ / e.path().filename());
   }
   void TearDown() override {

@@ -417,7 +417,7 @@ class ForgeLoopTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // A private cache (compiled candidates, device peaks), traversable by the sandbox user.
-    cache_dir_ = MakeTempDir("looptest-cache").value();
+    cache_dir_ = MakeScratchDir("looptest-cache").value();
     chmod(cache_dir_.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", cache_dir_.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);

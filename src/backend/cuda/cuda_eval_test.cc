@@ -27,7 +27,7 @@ const fs::path kData = KFORGE_EVAL_TESTDATA;
 class CudaEvalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static std::string dir = MakeTempDir("cudaeval-cache").value().string();
+    static std::string dir = MakeScratchDir("cudaeval-cache").value().string();
     chmod(dir.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);

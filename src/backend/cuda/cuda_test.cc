@@ -41,7 +41,7 @@ ptxas info    : Used 12 registers, used 1 barriers, 1024 bytes smem, 368 bytes c
 class CudaTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static std::string dir = MakeTempDir("cudatest-cache").value().string();
+    static std::string dir = MakeScratchDir("cudatest-cache").value().string();
     chmod(dir.c_str(), 0755);
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
