@@ -1,0 +1,107 @@
+"""Tests of kforge_pychild.construct (how models are built) with a stand-in torch: no torch, no
+GPU, so CI exercises the device path that only a GPU run takes otherwise.
+
+Run: python3 -m unittest kforge_pychild_test (from python/), or ctest -R PyConstructTest.
+"""
+import sys
+import types
+import unittest
+
+
+class FakeTorch(types.ModuleType):
+    """torch.device (a context manager from torch 2.0, as `context` says), torch.manual_seed, and
+    a log of what happened in which order."""
+
+    def __init__(self, context=True):
+        super().__init__("torch")
+        self.log = []
+        self.inside = None
+        fake = self
+
+        class Device:
+            def __init__(self, spec):
+                self.type = spec.split(":")[0]
+                self.spec = spec
+
+            def __repr__(self):
+                return self.spec
+
+        if context:
+            def enter(dev):
+                fake.inside = dev.spec
+                fake.log.append("enter " + dev.spec)
+                return dev
+
+            def leave(dev, *exc):
+                fake.inside = None
+                fake.log.append("exit " + dev.spec)
+                return False
+            Device.__enter__ = enter
+            Device.__exit__ = leave
+        self.device = Device
+
+    def manual_seed(self, seed):
+        self.log.append("seed %d" % seed)
+
+
+class ConstructTest(unittest.TestCase):
+    def setUp(self):
+        self.saved = sys.modules.get("torch")
+
+    def tearDown(self):
+        if self.saved is None:
+            sys.modules.pop("torch", None)
+        else:
+            sys.modules["torch"] = self.saved
+
+    def construct(self, fake, device, build):
+        sys.modules["torch"] = fake
+        import kforge_pychild
+        return kforge_pychild.construct(device, build)
+
+    def test_given_a_gpu_the_module_is_built_under_its_device_after_the_seed(self):
+        fake = FakeTorch()
+        where = []
+        model = self.construct(fake, "cuda:0", lambda: where.append(fake.inside) or "model")
+        self.assertEqual(model, "model")
+        self.assertEqual(where, ["cuda:0"])
+        self.assertEqual(fake.log, ["seed 42", "enter cuda:0", "exit cuda:0"])
+
+    def test_given_the_cpu_the_module_is_built_as_before(self):
+        fake = FakeTorch()
+        where = []
+        self.construct(fake, "cpu", lambda: where.append(fake.inside))
+        self.assertEqual(where, [None])
+        self.assertEqual(fake.log, ["seed 42"])
+
+    def test_given_a_torch_without_the_device_context_it_builds_without_it(self):
+        fake = FakeTorch(context=False)
+        where = []
+        self.construct(fake, "cuda:0", lambda: where.append(fake.inside))
+        self.assertEqual(where, [None])
+        self.assertEqual(fake.log, ["seed 42"])
+
+    def test_given_a_failure_on_the_device_it_reseeds_and_builds_on_the_cpu(self):
+        fake = FakeTorch()
+        where = []
+
+        def build():
+            where.append(fake.inside)
+            if fake.inside:
+                raise RuntimeError("no kernel for this device")
+            return "model"
+        self.assertEqual(self.construct(fake, "cuda:0", build), "model")
+        self.assertEqual(where, ["cuda:0", None])
+        self.assertEqual(fake.log, ["seed 42", "enter cuda:0", "exit cuda:0", "seed 42"])
+
+    def test_given_a_failure_on_the_cpu_too_the_error_is_the_modules_own(self):
+        fake = FakeTorch()
+
+        def build():
+            raise ValueError("bad init inputs")
+        with self.assertRaisesRegex(ValueError, "bad init inputs"):
+            self.construct(fake, "cuda:0", build)
+
+
+if __name__ == "__main__":
+    unittest.main()
