@@ -7,11 +7,11 @@
 #include <xxhash.h>
 
 #include <cstdlib>
-#include <mutex>
-#include <vector>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <system_error>
+#include <vector>
 
 namespace kforge {
 

@@ -11,6 +11,7 @@
 
 #include "base/files.h"
 #include "base/stats.h"
+#include "kforge/verdict.h"
 
 namespace kforge {
 
@@ -248,9 +249,7 @@ Result<PythonTiming> ParsePythonTiming(const json& timing) {
   t.calibration_prepare_ms = cal.value("prepare_ms", 0.0);
   t.calibration_collect_ms = cal.value("collect_ms", 0.0);
   for (size_t i = 0; i < n; ++i) t.effective_ms.push_back(std::max(t.device_ms[i], t.wall_ms[i] - t.overhead_ms));
-  const json used = timing.value("sets_used", json::array());
-  if (used.is_array() && used.size() == n && std::all_of(used.begin(), used.end(), [](const json& x) { return x.is_number_integer(); }))
-    for (const json& x : used) t.sets.push_back(x.get<int>());
+  t.sets = TimingSets(timing, n);
   return t;
 }
 

@@ -33,12 +33,11 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
   t.mean_ms /= static_cast<double>(device_ms.size());
   t.cv = device_ms.size() > 1 ? SetCoefficientOfVariation(device_ms, sets) : 0;
   t.stdev_ms = t.cv * t.median_ms;  // the spread within a set, in ms at the combined median
-  t.host_median_ms = SetMedian(host_ms, host_ms.size() == sets.size() ? sets : std::vector<int>{});
+  t.host_median_ms = SetMedian(host_ms, sets);  // pooled when the lengths differ
   return t;
 }
 
-// The input set of every timed run, when the record has one per run.
-static std::vector<int> SetsUsed(const nlohmann::json& tj, size_t runs) {
+std::vector<int> TimingSets(const nlohmann::json& tj, size_t runs) {
   std::vector<int> sets;
   const nlohmann::json used = tj.value("sets_used", nlohmann::json::array());
   if (!used.is_array() || used.size() != runs) return sets;
@@ -51,12 +50,12 @@ static std::vector<int> SetsUsed(const nlohmann::json& tj, size_t runs) {
 
 TimingStats TimingFromWorker(const nlohmann::json& tj) {
   const std::vector<double> device = tj.value("device_ms", std::vector<double>{});
-  const std::vector<int> sets = SetsUsed(tj, device.size());
+  const std::vector<int> sets = TimingSets(tj, device.size());
   TimingStats t = ComputeStats(device, tj.value("host_ms", std::vector<double>{}), sets);
   t.device_median_ms = t.median_ms;
   std::vector<double> wall = tj.value("wall_ms", std::vector<double>{});
   if (wall.empty()) return t;
-  t.wall_median_ms = SetMedian(wall, wall.size() == sets.size() ? sets : std::vector<int>{});
+  t.wall_median_ms = SetMedian(wall, sets);
   t.overhead_ms = tj.value("overhead_ms", 0.0);
   // The supervisor's clock also holds its own wake-up latency, which grows on a loaded
   // machine: a reported time within 5% (and 3 deviations of the null runs) of the bound is

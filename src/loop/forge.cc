@@ -55,9 +55,9 @@ class ForgeRun {
  public:
   ForgeRun(ForgeOptions o, ForgeDeps& d, RunRow run) : options_(std::move(o)), deps_(d), run_(std::move(run)) {}
   Result<ForgeSummary> Run();
-  Result<ForgeSummary> RunSteps();
 
  private:
+  Result<ForgeSummary> RunSteps();
   Status Prepare();
   Status Reload();
   bool OverBudget(std::string* why);
@@ -79,6 +79,7 @@ class ForgeRun {
   Result<std::optional<InterleavedTimes>> ConfirmAttempts(std::vector<AttemptRow>& kernels);
   Status RecordConfirmation(int64_t number, const std::vector<Confirmation>& cs, int64_t lost_to, bool pick = false);
   Status NoteSeedFailure(int64_t number, const Verdict& failure);
+  Status SaveVerdict(AttemptRow& a, const json& v);
   Status FailInConfirmation(int64_t number, const Verdict& failure);
   Status Challenge(int64_t number, int64_t incumbent);
   Status ConfirmTop();
@@ -260,6 +261,15 @@ Result<std::optional<InterleavedTimes>> ForgeRun::ConfirmAttempts(std::vector<At
   return std::optional<InterleavedTimes>();
 }
 
+// An attempt's verdict changed after its judgement: into the store and its verdict.json.
+Status ForgeRun::SaveVerdict(AttemptRow& a, const json& v) {
+  a.verdict_json = v.dump();
+  fs::path main;
+  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
+  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
+  return deps_.store->UpdateAttempt(a);
+}
+
 // Appends confirmations to an attempt's verdict (store and verdict.json); `lost_to` marks it as
 // beaten by that attempt; `pick` marks the tuner's confirmed choice.
 Status ForgeRun::RecordConfirmation(int64_t number, const std::vector<Confirmation>& cs, int64_t lost_to, bool pick) {
@@ -269,11 +279,7 @@ Status ForgeRun::RecordConfirmation(int64_t number, const std::vector<Confirmati
   for (const Confirmation& c : cs) v["confirmed"].push_back(c.ToJson());
   if (lost_to > 0) v["confirmation_lost_to"] = lost_to;
   if (pick) v["confirmed_pick"] = true;
-  a.verdict_json = v.dump();
-  fs::path main;
-  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
-  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
-  return deps_.store->UpdateAttempt(a);
+  return SaveVerdict(a, v);
 }
 
 // The seed is the problem's own kernel: one that fails a confirmation job is left out of that
@@ -284,11 +290,7 @@ Status ForgeRun::NoteSeedFailure(int64_t number, const Verdict& failure) {
   json v = VerdictOf(a);
   if (!v.contains("confirmation_failures") || !v["confirmation_failures"].is_array()) v["confirmation_failures"] = json::array();
   v["confirmation_failures"].push_back({{"status", VerdictStatusName(failure.status)}, {"gate", failure.gate}, {"message", failure.message}});
-  a.verdict_json = v.dump();
-  fs::path main;
-  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
-  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
-  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  KF_RETURN_IF_ERROR(SaveVerdict(a, v));
   return Reload();
 }
 
@@ -301,11 +303,7 @@ Status ForgeRun::FailInConfirmation(int64_t number, const Verdict& failure) {
   v["judged"] = judged;
   a.status = VerdictStatusName(failure.status);
   a.median_ms = 0;
-  a.verdict_json = v.dump();
-  fs::path main;
-  KF_RETURN_IF_ERROR(WriteFiles(a, &main));
-  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
-  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  KF_RETURN_IF_ERROR(SaveVerdict(a, v));
   return Reload();
 }
 
