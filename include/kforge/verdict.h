@@ -111,6 +111,10 @@ struct Verdict {
   nlohmann::json limits = nlohmann::json::object();
   nlohmann::json fingerprint = nlohmann::json::object();
   nlohmann::json stages = nlohmann::json::object();  // seconds spent per stage
+  // Where the candidate's worker job spent its "run" stage, by phase (the supervisor's clock,
+  // milliseconds): start, open, upload, calibration, load, checks, warmup, timing (with its
+  // timing_prepare, timing_collect and timing_verify parts), precision, finish.
+  nlohmann::json worker_phases = nlohmann::json::object();
   nlohmann::json resources = nlohmann::json::object();  // per-kernel registers, spills, smem (cuda)
   nlohmann::json profile = nlohmann::json::object();    // --profile: ncu metrics (advisory)
   nlohmann::json sanitizer = nlohmann::json::object();  // --sanitize: compute-sanitizer (advisory)

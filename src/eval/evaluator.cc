@@ -797,6 +797,7 @@ Result<bool> Evaluation::RunCandidate() {
   }();
   if (!run.ok()) return run.status();
   Stage("run", t0);
+  verdict_.worker_phases = run->result.value("phases_ms", json::object());
   verdict_.fingerprint["device"] = run->result.value("fingerprint", json::object());
   kernel_record_ = run->result.value("kernels", json());
   // When every check finished, judge them first: a wrong or cheating result says more than a

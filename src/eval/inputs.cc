@@ -141,9 +141,15 @@ static size_t GeneratorThreads(size_t chunks) {
 
 std::string GenerateBytes(const TensorShape& shape, const Distribution& dist, const std::string& key, uint64_t seed,
                           double magnitude) {
+  std::string bytes(shape.bytes(), '\0');
+  GenerateBytesInto(shape, dist, key, seed, magnitude, bytes.data());
+  return bytes;
+}
+
+void GenerateBytesInto(const TensorShape& shape, const Distribution& dist, const std::string& key, uint64_t seed,
+                       double magnitude, char* out) {
   const uint64_t state = Mix(KeyHash(key) ^ Mix(seed));  // the formula of inputs.h, shared with the Python worker
   const size_t n = static_cast<size_t>(shape.numel()), width = DTypeSize(shape.dtype);
-  std::string bytes(shape.bytes(), '\0');
   // In chunks of an even length (a normal pair never straddles two), so the temporary stays
   // small; thread t of T takes chunks t, t + T, ... and joins before this returns.
   constexpr size_t kChunk = 1 << 16;
@@ -153,7 +159,7 @@ std::string GenerateBytes(const TensorShape& shape, const Distribution& dist, co
     for (size_t c = first; c < chunks; c += step) {
       const size_t start = c * kChunk, count = std::min(kChunk, n - start);
       Draw(dist, magnitude, state, start, count, raw.data());
-      FromDouble(shape.dtype, raw.data(), count, bytes.data() + start * width);
+      FromDouble(shape.dtype, raw.data(), count, out + start * width);
     }
   };
   const size_t threads = GeneratorThreads(chunks);
@@ -169,7 +175,6 @@ std::string GenerateBytes(const TensorShape& shape, const Distribution& dist, co
   for (size_t t = started; t < threads; ++t) work(t, threads);
   work(0, threads);
   for (std::thread& t : pool) t.join();
-  return bytes;
 }
 
 HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,

@@ -50,6 +50,7 @@ struct Judgement {
   double seconds = 0;
   std::string status;
   json stages = json::object();
+  json phases = json::object();  // the candidate job's worker phases (ms), where it reported them
 };
 
 Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalOptions& o, ProcessRunner& runner) {
@@ -59,6 +60,7 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   j.status = VerdictStatusName(v.status);
   j.stages = v.stages;
+  j.phases = v.worker_phases;
   return j;
 }
 
@@ -162,6 +164,17 @@ int Main(int argc, char** argv) {
   for (double x : warm_s) warm_mean += x / static_cast<double>(warm_s.size());
   fmt::print("warm      median {:.2f} s over {}; mean stages:{}\n", Median(warm_s), warm.size(), StageText(SumStages(warm), warm_mean));
   out["warm"] = {{"median_seconds", Median(warm_s)}, {"seconds", warm_s}, {"mean_stages", SumStages(warm)}};
+  // Inside "run": the candidate job's phases by the worker supervisor's clock, mean ms.
+  json phases = json::object();
+  for (const Judgement& w : warm)
+    for (const auto& [name, ms] : w.phases.items())
+      if (ms.is_number()) phases[name] = phases.value(name, 0.0) + ms.get<double>() / static_cast<double>(warm.size());
+  if (!phases.empty()) {
+    std::string line;
+    for (const auto& [name, ms] : phases.items()) line += fmt::format("  {} {:.0f}", name, ms.get<double>());
+    fmt::print("warm      run's worker phases, mean ms:{}\n", line);
+    out["warm"]["mean_worker_phases_ms"] = phases;
+  }
 
   if (f.distinct > 0) {
     const std::string comment = candidate.extension() == ".py" ? "#" : "//";

@@ -176,6 +176,7 @@ nlohmann::json Verdict::ToJson() const {
                       {"fingerprint", fingerprint},
                       {"stages_seconds", stages}};
   if (!gate.empty()) j["gate"] = gate;
+  if (!worker_phases.empty()) j["worker_phases_ms"] = worker_phases;
   if (!resources.empty()) j["resources"] = resources;
   if (!profile.empty()) j["profile"] = profile;
   if (!sanitizer.empty()) j["sanitizer"] = sanitizer;
