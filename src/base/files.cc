@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -187,6 +188,11 @@ std::string FindNvcc() {
     start = end + 1;
   }
   return "";
+}
+
+void TuneHeapForTensors() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's upper limit on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 }  // namespace kforge

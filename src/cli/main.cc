@@ -1,6 +1,7 @@
 // kforge: turns a slow operator into a verified fast kernel. main() only dispatches.
 #include <CLI/CLI.hpp>
 
+#include "base/files.h"
 #include "cli/commands.h"
 #if __has_include("cli/llm_command.h")
 #include "cli/llm_command.h"
@@ -8,6 +9,7 @@
 #endif
 
 int main(int argc, char** argv) {
+  kforge::TuneHeapForTensors();
   int exit_code = kforge::kExitOk;
   CLI::App app{"kforge: verified fast kernels for any accelerator"};
   app.require_subcommand(1);

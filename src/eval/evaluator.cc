@@ -802,10 +802,16 @@ Result<bool> Evaluation::RunCandidate() {
   kernel_record_ = run->result.value("kernels", json());
   // When every check finished, judge them first: a wrong or cheating result says more than a
   // crash that came after it.
+  auto t_compare = std::chrono::steady_clock::now();
   bool checks_done = run->result.contains("checks") && run->result["checks"].size() == trials_.size();
   bool ok = checks_done ? CheckTrials(*run) && ProcessEnded(*run) : ProcessEnded(*run) && CheckTrials(*run);
   ok = ok && CheckPrecision(*run) && (!options_.timing || CheckTiming(*run));
   Cleanup(*run);
+  // The outputs read back and compared, the job's folder removed (timed_reference, inside it,
+  // is its own stage).
+  Stage("compare", t_compare);
+  if (verdict_.stages.contains("timed_reference"))
+    verdict_.stages["compare"] = verdict_.stages["compare"].get<double>() - verdict_.stages["timed_reference"].get<double>();
   return ok;
 }
 
@@ -1114,7 +1120,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
       if (in.contains("file")) {
         Result<std::string> bytes = run.ReadOutput(in["file"].get<std::string>());
         if (!bytes.ok()) { status = bytes.status(); break; }
-        HostTensor h{shape, std::move(*bytes), {}};
+        HostTensor h{shape, std::move(*bytes)};
         trial.inputs.push_back(std::move(h));
       }
     }
@@ -1588,18 +1594,22 @@ Result<Verdict> Evaluation::Run() {
   verdict_.backend = backend_->name;
   verdict_.candidate = candidate_.string();
   verdict_.candidate_hash = HashHex(source_);
+  auto t_setup = std::chrono::steady_clock::now();
   KF_RETURN_IF_ERROR(ChoosePrecision());
   verdict_.fingerprint["compiler"] = ToolchainVersion(runner_, *backend_);
   verdict_.fingerprint["kforge"] = "0.1.0";
   python_candidate_ = backend_->python_hosted || candidate_.extension() == ".py";
   if (!StaticGate()) return verdict_;
+  Stage("setup", t_setup);
   KF_RETURN_IF_ERROR(StartPython());
   KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
   if (!compiled) return verdict_;
   if (pytorch_) {
     KF_RETURN_IF_ERROR(PreparePyTorch());
   } else {
+    auto t_inputs = std::chrono::steady_clock::now();
     KF_RETURN_IF_ERROR(PrepareTrials());
+    Stage("inputs", t_inputs);
     KF_RETURN_IF_ERROR(ComputeReference());
   }
   RecordTolerances(trials_[0].bound.outputs);
@@ -1607,7 +1617,9 @@ Result<Verdict> Evaluation::Run() {
   Advisory();
   if (passed) {
     Finish(VerdictStatus::kCorrect, options_.timing ? "" : "correct (not timed)");
+    auto t_sol = std::chrono::steady_clock::now();
     if (options_.timing) KF_RETURN_IF_ERROR(SpeedOfLight());
+    Stage("speed_of_light", t_sol);
   }
   KernelAccountingGate();  // on every verdict with a record; it labels only correct ones
   if (!passed || !options_.timing || verdict_.status != VerdictStatus::kCorrect) return verdict_;

@@ -177,14 +177,17 @@ void GenerateBytesInto(const TensorShape& shape, const Distribution& dist, const
   for (std::thread& t : pool) t.join();
 }
 
+std::vector<double> HostTensor::Values() const {
+  std::vector<double> v(static_cast<size_t>(shape.numel()));
+  ToDouble(shape.dtype, bytes.data(), v.size(), v.data());  // exactly what the kernel sees
+  return v;
+}
+
 HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
                           uint64_t seed, double magnitude) {
   HostTensor t;
   t.shape = shape;
   t.bytes = GenerateBytes(shape, dist, key, seed, magnitude);
-  const size_t n = static_cast<size_t>(t.shape.numel());
-  t.values.resize(n);
-  ToDouble(t.shape.dtype, t.bytes.data(), n, t.values.data());  // exactly what the kernel sees
   return t;
 }
 
@@ -203,7 +206,8 @@ HostTensor AsFloat64(const HostTensor& t) {
   if (!IsFloating(t.shape.dtype) || t.shape.dtype == DType::kFloat64) return t;
   HostTensor d = t;
   d.shape.dtype = DType::kFloat64;
-  d.bytes.assign(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(double));
+  const std::vector<double> values = t.Values();
+  d.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
   return d;
 }
 

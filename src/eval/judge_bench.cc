@@ -215,4 +215,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace kforge
 
-int main(int argc, char** argv) { return kforge::Main(argc, argv); }
+int main(int argc, char** argv) {
+  kforge::TuneHeapForTensors();
+  return kforge::Main(argc, argv);
+}

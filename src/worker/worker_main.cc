@@ -12,6 +12,7 @@
 
 int main(int argc, char** argv) {
   using namespace kforge;
+  TuneHeapForTensors();
   bool probe = argc >= 3 && std::strcmp(argv[1], "probe") == 0;
   if (!(probe && argc <= 4) && !(argc == 3 && std::strcmp(argv[1], "run") == 0)) {
     std::fprintf(stderr, "usage: kforge-worker run <job-folder> | probe <backend> [device]\n");
