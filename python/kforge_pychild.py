@@ -232,13 +232,27 @@ def fresh_args(module, seed, device):
     return list(module.get_inputs())
 
 
+class Clock:
+    """The child's own stopwatch for the steps of a command, summed per step name: a breakdown
+    the supervisor passes on as the child's (diagnostic, untrusted) `child_seconds`."""
+
+    def __init__(self):
+        self.laps, self.last = {}, time.perf_counter()
+
+    def lap(self, name):
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self.last
+        self.last = now
+
+
 class Instance:
     """One KernelBench problem at one size assignment and seed: model, inputs, names. Check
     trials generate their inputs on the CPU (the reference reports their hashes); `fresh` ones,
     for timed runs, on the device (fresh_args)."""
 
-    def __init__(self, module, seed, magnitude, device, model=None, fresh=False):
+    def __init__(self, module, seed, magnitude, device, model=None, fresh=False, clock=None):
         import torch
+        clock = clock or Clock()
         self.module = module
         torch.manual_seed(MODEL_SEED)
         self.init_inputs = list(module.get_init_inputs())
@@ -246,13 +260,17 @@ class Instance:
         # batch statistics. Every forward call is preceded by torch.manual_seed(seed) so that
         # random operations (dropout) draw the same numbers in the reference and the candidate.
         # Sets with the same constants share one model (its parameters depend only on them).
-        self.model = model if model is not None else construct(device, lambda: module.Model(*self.init_inputs))
+        if model is None:
+            model = construct(device, lambda: module.Model(*self.init_inputs))
+            clock.lap("construct model")
+        self.model = model
         self.seed = seed
         if fresh:
             args = fresh_args(module, seed, device)
         else:
             torch.manual_seed(seed)
             args = list(module.get_inputs())
+        clock.lap("draw inputs")
         try:
             names = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
         except (TypeError, ValueError):
@@ -265,8 +283,8 @@ class Instance:
             if isinstance(a, torch.Tensor) and a.is_floating_point():
                 a = a * magnitude
             self.args.append(a.to(device) if isinstance(a, torch.Tensor) else a)
-        if model is None:
-            self.model.to(device)
+        self.model.to(device)  # a no-op when it was constructed there
+        clock.lap("inputs to the device")
         taken = set(self.arg_names)
         self.params = []  # (name, kind, qualified, tensor)
         for q, p in self.model.named_parameters():
@@ -469,6 +487,7 @@ class Child:
         self.spec, self.folder, self.chan = spec, folder, chan
         self.modules, self.models, self.models64, self.new_models = {}, {}, {}, {}
         self.hashes, self.copies = {}, {}
+        self.input_files = {}  # hash -> (file, tensor): each distinct input written once
         self.sets = {}          # set index -> RunInputs of its check trial
         self.candidate = None
         self.entry = None       # kf_run entry, or None for models (ModelNew, baselines)
@@ -501,10 +520,13 @@ class Child:
                                             "kforge_problem_%d" % len(self.modules), overrides)
         return self.modules[key]
 
-    def instance(self, s, seed=None, fresh=False):
+    def instance(self, s, seed=None, fresh=False, clock=None):
         key = json.dumps(s.get("overrides", {}), sort_keys=True)
-        inst = Instance(self.module(s.get("overrides", {})), s["seed"] if seed is None else seed,
-                        s.get("magnitude", 1.0), self.device.spec, self.models.get(key), fresh or s.get("fresh", False))
+        module = self.module(s.get("overrides", {}))
+        if clock:
+            clock.lap("load module")
+        inst = Instance(module, s["seed"] if seed is None else seed, s.get("magnitude", 1.0), self.device.spec,
+                        self.models.get(key), fresh or s.get("fresh", False), clock)
         self.models[key] = inst.model
         return inst
 
@@ -529,11 +551,14 @@ class Child:
     def cmd_init(self, msg):
         if self.spec.get("interpret"):
             os.environ["TRITON_INTERPRET"] = "1"
+        clock = Clock()
         import torch
         self.torch = torch
+        clock.lap("import torch")
         self.device = Device(self.spec.get("device", "cpu"))
         self.tiny = torch.zeros(1, device=self.device.spec)
-        return {"fingerprint": self.device.fingerprint(), "llc_bytes": self.device.llc}, ()
+        clock.lap("device")
+        return {"fingerprint": self.device.fingerprint(), "llc_bytes": self.device.llc, "seconds": clock.laps}, ()
 
     def cmd_reference(self, msg):
         """Describes set i (inputs, parameters, outputs) and computes its reference output in
@@ -554,9 +579,10 @@ class Child:
                 d = {"name": name, "kind": kind, "dtype": dtype_name(t.dtype), "dims": list(t.shape),
                      "hash": self.hash(t)}
                 if self.spec.get("write_inputs", False):
-                    d["file"] = "in_%d_%s.bin" % (i, name)
-                    files.append(d["file"])
-                    blobs.append(tensor_array(t))
+                    d["file"], new = self.input_file(i, name, t, d["hash"])
+                    if new:
+                        files.append(d["file"])
+                        blobs.append(tensor_array(t))
                 desc["inputs"].append(d)
         with torch.no_grad():
             torch.manual_seed(inst.seed)
@@ -593,27 +619,45 @@ class Child:
         except Exception as e:  # an operation without a float64 kernel on this device
             return "native (float64 failed: %s)" % str(e).splitlines()[0][:200], native
 
+    def input_file(self, i, name, t, digest):
+        """The file that holds input `name` of set i, and whether it is new: an input whose bits
+        equal an input already written (a model's parameters are the same in every set, and an
+        8192x8192 weight is 256 MB) names that file instead of writing the bytes again."""
+        held = self.input_files.get(digest)
+        if held is not None and held[1].dtype == t.dtype and held[1].shape == t.shape and \
+                held[1].device == t.device and same_bits(held[1], t):
+            return held[0], False
+        f = "in_%d_%s.bin" % (i, name)
+        if held is None:
+            self.input_files[digest] = (f, t)
+        return f, True
+
     def cmd_setup(self, msg):
         """Builds the problem's models and the check trials' inputs of the given sets, before the
         candidate is loaded."""
+        clock = Clock()
         for i in msg["sets"]:
             s = self.spec["sets"][i]
             if self.spec["problem"]["kind"] != "kernelbench":
                 named = {d["name"]: read_tensor(self.folder, d, self.device.spec) for d in s["inputs"]}
                 attrs = {a["name"]: (a["i"] if a.get("integer", False) else a["f"]) for a in s.get("attrs", [])}
                 self.sets[i] = RunInputs(list(named.values()), named, attrs, s.get("seed", 0))
+                clock.lap("read inputs")
                 continue
-            inst = self.instance(s)
+            inst = self.instance(s, clock=clock)
             hashes = s.get("input_hashes")
             if hashes:
                 got = {n: self.hash(t) for n, _, t in inst.tensor_inputs()}
+                clock.lap("hash inputs")
                 if got != hashes:
                     raise WorkerError("inputs", "regenerated inputs differ from the reference's (the problem's "
                                       "get_inputs is not deterministic under a fixed seed)")
             # Running statistics (buffers) may legitimately change; inputs and parameters may not.
             named = {n: t for n, k, t in inst.tensor_inputs() if k != "buffer"}
             self.sets[i] = RunInputs(inst.args, named, {}, inst.seed, inst)
-        return {}, ()
+        self.device.sync()
+        clock.lap("sync")
+        return {"seconds": clock.laps}, ()
 
     def cmd_load(self, msg):
         sys.path.insert(0, self.folder)
@@ -724,7 +768,9 @@ class Child:
         self.device.sync()
         with self.torch.no_grad():
             if msg.get("record_kernels"):
+                self.record_clock = Clock()
                 outs, ms, reply["kernels"] = self.recorded_call(self.function(i, inp), "check set %d" % i)
+                reply["seconds"] = self.record_clock.laps
             else:
                 outs, ms, _ = self.device.timed_call(self.function(i, inp))
         check_outputs(outs, self.spec["sets"][i]["outputs"])
@@ -744,8 +790,10 @@ class Child:
             outs, ms, _ = self.device.timed_call(fn)
             return outs, ms, kforge_kernels.unavailable(
                 "the device is the CPU (%s): torch.profiler's CUDA activity records device kernels only" % self.device.spec)
+        clock = self.record_clock = Clock()
         recorder = kforge_kernels.Recorder(self.torch, call)
         why = recorder.start()
+        clock.lap("kernel record start")
         if why is not None:
             outs, ms, _ = self.device.timed_call(fn)
             return outs, ms, kforge_kernels.unavailable(why)
@@ -754,7 +802,10 @@ class Child:
         except BaseException:
             recorder.abandon()
             raise
-        return outs, ms, recorder.finish()
+        clock.lap("recorded call")
+        record = recorder.finish()
+        clock.lap("kernel record finish")
+        return outs, ms, record
 
     def cmd_precision(self, msg):
         return {"state": precision_state(self.torch)}, ()

@@ -281,6 +281,17 @@ class Supervisor:
             self.chan.read_blob(n, sink)
             self.res.data["files"][name] = sink.close()
 
+    def child_seconds(self, reply):
+        """Adds a reply's `seconds` (the child's own stopwatch over the steps of a command) to
+        result.json's child_seconds: a diagnostic breakdown, never used to judge."""
+        seconds = reply.get("seconds") if isinstance(reply, dict) else None
+        if not isinstance(seconds, dict):
+            return
+        kept = self.res.data.setdefault("child_seconds", {})
+        for k, v in list(seconds.items())[:32]:
+            if isinstance(k, str) and len(k) <= 64 and isinstance(v, (int, float)) and not isinstance(v, bool):
+                kept[k] = kept.get(k, 0.0) + float(v)
+
     def threads(self):
         return thread_count(self.pid)
 
@@ -291,6 +302,7 @@ class Supervisor:
             self.stage("start")
             self.start_child()
             init = self.call({"cmd": "init"})
+            self.child_seconds(init)
             res.data["fingerprint"] = init["fingerprint"]
             res.data["llc_bytes"] = init["llc_bytes"]
             res.save()
@@ -352,7 +364,7 @@ class Supervisor:
         timing = spec.get("timing")
         needed = sorted(set(spec.get("checks", [])) | set((timing or {}).get("sets", [])))
         self.stage("prepare")
-        self.call({"cmd": "setup", "sets": needed})
+        self.child_seconds(self.call({"cmd": "setup", "sets": needed}))
         if timing:
             self.calibrate(timing["sets"])
         if spec["mode"] == "candidate":
@@ -398,6 +410,7 @@ class Supervisor:
                                "after": letter == runs[-1][1], "record_kernels": record})
                 if record:
                     res.data["kernels"] = kernels_record(r.get("kernels"))
+                    self.child_seconds(r)
                 expected = self.spec["sets"][i]["outputs"]
                 self.expect_outputs(r, expected)
                 for d, n_bytes in zip(expected, r["blobs"]):

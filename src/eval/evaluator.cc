@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -1098,6 +1099,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
                               ", stage " + run.last_stage + "): " + run.result.value("error", json::object()).value("message", "") +
                               "\n" + TailLines(run.process.err, 12, 3000));
   }
+  std::map<std::string, std::string> input_files;  // file -> its verified bytes
   described_ = problem_;
   described_.inputs.clear();
   described_.outputs.clear();
@@ -1118,10 +1120,15 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
       hashes[shape.name] = in["hash"];
       if (t == 0) described_.inputs.push_back({shape.name, {}, *dt, {}});
       if (in.contains("file")) {
-        Result<std::string> bytes = run.ReadOutput(in["file"].get<std::string>());
-        if (!bytes.ok()) { status = bytes.status(); break; }
-        HostTensor h{shape, std::move(*bytes)};
-        trial.inputs.push_back(std::move(h));
+        // Sets share the files of equal inputs (a model's parameters): read and verified once.
+        const std::string file = in["file"].get<std::string>();
+        auto it = input_files.find(file);
+        if (it == input_files.end()) {
+          Result<std::string> bytes = run.ReadOutput(file);
+          if (!bytes.ok()) { status = bytes.status(); break; }
+          it = input_files.emplace(file, std::move(*bytes)).first;
+        }
+        trial.inputs.push_back(HostTensor{shape, it->second});
       }
     }
     for (const json& out : d["outputs"]) {

@@ -66,13 +66,14 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
 
 // "compile 1.23  reference 0.40  run 2.10 ..." in the order the verdict recorded them, then
 // "other": what no stage accounts for (peaks measured or read, toolchain probes, set-up).
+// Dotted names ("python_candidate.start") are parts of a stage and not summed again.
 std::string StageText(const json& stages, double total) {
   std::string s;
   double sum = 0;
   for (const auto& [name, secs] : stages.items())
     if (secs.is_number()) {
       s += fmt::format("  {} {:.2f}", name, secs.get<double>());
-      sum += secs.get<double>();
+      if (name.find('.') == std::string::npos) sum += secs.get<double>();
     }
   return s + fmt::format("  other {:.2f}", total - sum);
 }

@@ -258,6 +258,11 @@ void AddPythonStages(const std::string& prefix, const WorkerRun& run, json* stag
   const json seconds = run.result.value("stage_seconds", json::object());
   for (const auto& [k, v] : seconds.items())
     if (v.is_number()) (*stages)[prefix + "." + k] = v;
+  // The child's own stopwatch inside those stages (diagnostic only: the candidate's process).
+  const json child = run.result.value("child_seconds", json::object());
+  if (!child.is_object()) return;
+  for (const auto& [k, v] : child.items())
+    if (v.is_number()) (*stages)[prefix + ".child." + k] = v;
 }
 
 }  // namespace kforge

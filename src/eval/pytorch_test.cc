@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -286,6 +287,66 @@ TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_native.cc", "cpp");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
   EXPECT_EQ(v.trials.size(), 7u);
+}
+
+// Runs everything in the real sandbox and keeps, per job, the input files each set names: the
+// Python reference's (result.json) and kforge-worker's (job.json).
+class InputFilesRunner : public ProcessRunner {
+ public:
+  ProcessResult Run(const ProcessSpec& spec) override {
+    ProcessResult r = real_->Run(spec);
+    auto run = std::find(spec.argv.begin(), spec.argv.end(), "run");
+    if (run == spec.argv.end() || run + 1 == spec.argv.end()) return r;
+    const fs::path dir = *(run + 1);
+    const bool native = fs::path(spec.argv[0]).filename() == "kforge-worker";
+    Result<std::string> text = ReadFile(dir / (native ? "job.json" : "result.json"));
+    if (!text.ok()) return r;
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    std::vector<std::vector<std::string>> sets;
+    for (const nlohmann::json& set : j.value("sets", nlohmann::json::array())) {
+      sets.emplace_back();
+      for (const nlohmann::json& in : set.value("inputs", nlohmann::json::array()))
+        if (in.contains("file")) sets.back().push_back(in["file"]);
+    }
+    if (!sets.empty() && !sets[0].empty()) (native ? worker_ : reference_) = sets;
+    return r;
+  }
+  std::vector<std::vector<std::string>> reference_, worker_;  // per set, per input: its file
+
+ private:
+  std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
+};
+
+size_t DistinctFiles(const std::vector<std::vector<std::string>>& sets) {
+  std::set<std::string> all;
+  for (const auto& s : sets) all.insert(s.begin(), s.end());
+  return all.size();
+}
+
+// Problem 12's weight and bias are the same in every set (one model per size, seed 42): each
+// is written, read and uploaded once, while every set's x is its own.
+TEST_F(PyTorchTest, GivenANativeCandidateTheSetsShareTheFilesOfTheModelsParameters) {
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  InputFilesRunner runner;
+  EvalOptions o = Options("cpp");
+  o.trusted_state = false;  // the reference job runs here, not read from another test's
+  Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_native.cc", o, runner);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(v->status, VerdictStatus::kCorrect) << v->message << "\n" << v->compiler_output;
+  for (const auto* sets : {&runner.reference_, &runner.worker_}) {
+    ASSERT_EQ(sets->size(), v->trials.size());
+    ASSERT_EQ((*sets)[0].size(), 3u);  // x, gemm weight, gemm bias
+    std::set<std::string> xs;
+    for (const auto& s : *sets) {
+      ASSERT_EQ(s.size(), 3u);
+      xs.insert(s[0]);
+      EXPECT_EQ(s[1], (*sets)[0][1]);
+      EXPECT_EQ(s[2], (*sets)[0][2]);
+    }
+    EXPECT_EQ(xs.size(), sets->size());
+    EXPECT_EQ(DistinctFiles(*sets), sets->size() + 2);
+  }
 }
 
 TEST_F(PyTorchTest, GivenOverriddenConstantsTheReferenceRunsAtThoseSizes) {

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "base/files.h"
 
@@ -80,11 +83,21 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
     KF_RETURN_IF_ERROR(CopyIn(files.program_source, dir / "program.cl"));
     job.program_source_file = "program.cl";
   }
+  // An input equal to one already written (a model's parameters, the same in every set) names
+  // that file: the worker then reads it once. Unequal inputs almost always differ in their first
+  // bytes, so the comparison costs a full pass only where it pays for itself.
+  std::map<size_t, std::vector<std::pair<const std::string*, std::string>>> written;  // size -> (bytes, file)
   for (size_t s = 0; s < files.inputs.size() && s < job.sets.size(); ++s) {
     for (size_t k = 0; k < files.inputs[s].size(); ++k) {
       const HostTensor& t = files.inputs[s][k];
-      std::string name = "in_" + std::to_string(s) + "_" + t.shape.name + ".bin";
-      KF_RETURN_IF_ERROR(WriteFile(dir / name, t.bytes.data(), t.bytes.size()));
+      std::string name;
+      for (const auto& [bytes, file] : written[t.bytes.size()])
+        if (*bytes == t.bytes) name = file;
+      if (name.empty()) {
+        name = "in_" + std::to_string(s) + "_" + t.shape.name + ".bin";
+        KF_RETURN_IF_ERROR(WriteFile(dir / name, t.bytes.data(), t.bytes.size()));
+        written[t.bytes.size()].emplace_back(&t.bytes, name);
+      }
       job.sets[s].inputs[k].file = name;
     }
   }

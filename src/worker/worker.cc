@@ -34,6 +34,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "backend/registry.h"
 #include "base/files.h"
@@ -155,24 +156,71 @@ Result<json> Child::Open() {
   return json{{"fingerprint", device_->Fingerprint()}, {"llc_bytes", device_->LastLevelCacheBytes()}};
 }
 
+// The orchestrator's input files of `sets`, each read once: sets may name the same file (a
+// model's parameters, equal in every set), which is then kept until its last use.
+class InputFiles {
+ public:
+  InputFiles(const Job& job, const fs::path& dir, const std::vector<int>& sets) : dir_(dir) {
+    for (int s : sets)
+      for (const TensorFile& t : job.sets[s].inputs)
+        if (!t.file.empty()) ++uses_[t.file];
+  }
+  // The bytes of input t (zeros when it has no file) and their hash.
+  struct Bytes {
+    const std::string* data;
+    std::string hash;
+  };
+  Result<Bytes> Next(const TensorFile& t) {
+    if (t.file.empty()) {
+      zeros_.assign(t.shape.bytes(), '\0');
+      return Bytes{&zeros_, HashHex(zeros_)};
+    }
+    Entry& e = held_[t.file];
+    if (e.hash.empty()) {
+      KF_ASSIGN_OR_RETURN(e.bytes, ReadFile(dir_ / t.file));
+      if (e.bytes.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
+      e.hash = HashHex(e.bytes);
+    } else if (e.bytes.size() != t.shape.bytes()) {
+      return Status::InvalidArgument("input file " + t.file + " is named by inputs of different sizes");
+    }
+    if (--uses_[t.file] > 0) return Bytes{&e.bytes, e.hash};  // kept for its next use
+    last_ = std::move(e);
+    held_.erase(t.file);
+    return Bytes{&last_.bytes, last_.hash};
+  }
+
+ private:
+  struct Entry {
+    std::string bytes, hash;
+  };
+  fs::path dir_;
+  std::map<std::string, int> uses_;
+  std::map<std::string, Entry> held_;
+  Entry last_;
+  std::string zeros_;
+};
+
+std::vector<int> AllSets(const Job& job) {
+  std::vector<int> all(job.sets.size());
+  for (size_t s = 0; s < all.size(); ++s) all[s] = static_cast<int>(s);
+  return all;
+}
+
 // Buffers for every set and the orchestrator's inputs; no candidate code yet.
 Result<json> Child::Alloc() {
   sets_.resize(job_.sets.size());
   json hashes = json::array();
+  InputFiles files(job_, dir_, AllSets(job_));
   for (size_t s = 0; s < job_.sets.size(); ++s) {
     const InputSet& in = job_.sets[s];
     SetBuffers& b = sets_[s];
     json set_hashes = json::array();
     for (const TensorFile& t : in.inputs) {
-      std::string bytes(t.shape.bytes(), '\0');
-      if (!t.file.empty()) {
-        KF_ASSIGN_OR_RETURN(bytes, ReadFile(dir_ / t.file));
-        if (bytes.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
-      }
-      KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(std::max<size_t>(bytes.size(), 1)));
-      KF_RETURN_IF_ERROR(device_->Write(id, bytes.data(), bytes.size()));
+      KF_ASSIGN_OR_RETURN(auto bytes, files.Next(t));
+      KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(std::max<size_t>(bytes.data->size(), 1)));
+      KF_RETURN_IF_ERROR(device_->Write(id, bytes.data->data(), bytes.data->size()));
       b.inputs.push_back({t.shape, id});
-      set_hashes.push_back(HashHex(bytes.data(), bytes.size()));
+      set_hashes.push_back(bytes.hash);
     }
     for (const TensorFile& t : in.outputs) {
       KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(t.shape.bytes() + kGuardBytes));
@@ -187,16 +235,14 @@ Result<json> Child::Alloc() {
 // The orchestrator's inputs again, over what calibration drew into the same buffers (the
 // sets it used: "sets").
 Result<json> Child::Reupload(const json& cmd) {
-  for (int s : cmd.at("sets").get<std::vector<int>>()) {
+  const std::vector<int> sets = cmd.at("sets").get<std::vector<int>>();
+  for (int s : sets)
     if (s < 0 || s >= static_cast<int>(job_.sets.size())) return Status::InvalidArgument("no such set");
+  InputFiles files(job_, dir_, sets);
+  for (int s : sets) {
     for (size_t k = 0; k < job_.sets[s].inputs.size(); ++k) {
-      const TensorFile& t = job_.sets[s].inputs[k];
-      std::string bytes(t.shape.bytes(), '\0');
-      if (!t.file.empty()) {
-        KF_ASSIGN_OR_RETURN(bytes, ReadFile(dir_ / t.file));
-        if (bytes.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
-      }
-      KF_RETURN_IF_ERROR(device_->Write(sets_[s].inputs[k].buffer, bytes.data(), bytes.size()));
+      KF_ASSIGN_OR_RETURN(auto bytes, files.Next(job_.sets[s].inputs[k]));
+      KF_RETURN_IF_ERROR(device_->Write(sets_[s].inputs[k].buffer, bytes.data->data(), bytes.data->size()));
     }
   }
   return json::object();
