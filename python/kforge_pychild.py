@@ -558,6 +558,19 @@ class Child:
         """Per input "same", or "changed" when it differs from the copy taken before the first run."""
         return ["same" if same_bits(t, self.pristine(t)) else "changed" for t in named.values()]
 
+    def cmd_preload(self, msg):
+        """A standby job's first command: PyTorch imported, no device touched yet."""
+        clock = Clock()
+        import torch
+        self.torch = torch
+        clock.lap("import torch")
+        return {"seconds": clock.laps}, ()
+
+    def cmd_sets(self, msg):
+        """A standby job's sets, once the orchestrator knows them."""
+        self.spec["sets"] = msg["sets"]
+        return {}, ()
+
     def cmd_init(self, msg):
         if self.spec.get("interpret"):
             os.environ["TRITON_INTERPRET"] = "1"

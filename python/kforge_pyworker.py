@@ -281,6 +281,22 @@ class Supervisor:
             self.chan.read_blob(n, sink)
             self.res.data["files"][name] = sink.close()
 
+    def await_sets(self):
+        """A standby job (`await_sets`): started before the job it serves, with PyTorch imported
+        and no device context, it waits for the orchestrator's `sets.json` in its folder,
+        {"sets": [...]} or {"cancel": true}, and gives the sets to the child. True when there
+        is work."""
+        path = os.path.join(self.folder, "sets.json")
+        while not os.path.exists(path):
+            time.sleep(0.005)
+        with open(path) as f:
+            msg = json.load(f)
+        if msg.get("cancel") or not isinstance(msg.get("sets"), list):
+            return False
+        self.spec["sets"] = msg["sets"]
+        self.call({"cmd": "sets", "sets": msg["sets"]})
+        return True
+
     def child_seconds(self, reply):
         """Adds a reply's `seconds` (the child's own stopwatch over the steps of a command) to
         result.json's child_seconds: a diagnostic breakdown, never used to judge."""
@@ -301,6 +317,13 @@ class Supervisor:
         try:
             self.stage("start")
             self.start_child()
+            if spec.get("await_sets"):
+                self.child_seconds(self.call({"cmd": "preload"}))
+                self.stage("standby")
+                if not self.await_sets():
+                    res.data["cancelled"] = True
+                    self.finish()
+                    return 0
             init = self.call({"cmd": "init"})
             self.child_seconds(init)
             res.data["fingerprint"] = init["fingerprint"]

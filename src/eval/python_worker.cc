@@ -132,9 +132,12 @@ std::string TorchDevice(const json& probe, bool want_gpu, int device) {
   return want_gpu && gpu ? "cuda:" + std::to_string(device) : "cpu";
 }
 
-Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
-                                  const Limits& limits) {
+namespace {
+
+// A job's folder with job.json and its files, and the command that runs the worker there.
+Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& files, const Limits& limits, fs::path* job_dir) {
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyjob"));
+  *job_dir = dir;
   std::map<std::string, fs::path> copies = files.copies;
   for (const auto& [name, from] : PythonWorkerFiles()) copies[name] = from;
   for (const auto& [name, from] : copies) {
@@ -155,10 +158,57 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const 
     spec.readable_paths.push_back(fs::path(lock).parent_path());
   spec.limits = limits;
   if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
+  return spec;
+}
+
+WorkerRun RunPreparedPythonJob(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
   WorkerRun run = RunPreparedWorker(runner, spec, dir);
   VerifyPythonResult(&run);
   run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
+}
+
+}  // namespace
+
+Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
+                                  const Limits& limits) {
+  fs::path dir;
+  KF_ASSIGN_OR_RETURN(ProcessSpec spec, PreparePythonJob(job, files, limits, &dir));
+  return RunPreparedPythonJob(runner, spec, dir);
+}
+
+Result<std::unique_ptr<StandbyPythonJob>> StandbyPythonJob::Start(ProcessRunner& runner, json job, const PythonJobFiles& files,
+                                                                  const Limits& limits) {
+  job["await_sets"] = true;
+  job["sets"] = json::array();
+  std::unique_ptr<StandbyPythonJob> standby(new StandbyPythonJob());
+  KF_ASSIGN_OR_RETURN(ProcessSpec spec, PreparePythonJob(job, files, limits, &standby->dir_));
+  standby->done_ = std::async(std::launch::async, [&runner, spec, dir = standby->dir_] {
+    return RunPreparedPythonJob(runner, spec, dir);
+  });
+  return standby;
+}
+
+WorkerRun StandbyPythonJob::Run(const json& sets) {
+  if (given_) return WorkerRun{};
+  given_ = true;
+  // The worker waits for the file to exist: written whole, then renamed into place.
+  Status written = WriteFileAtomic(dir_ / "sets.json", json{{"sets", sets}}.dump());
+  if (!written.ok()) {
+    (void)WriteFileAtomic(dir_ / "sets.json", json{{"cancel", true}}.dump());
+    WorkerRun run = done_.get();
+    Cleanup(run);
+    run.result = {{"error", {{"stage", "standby"}, {"message", "cannot give the standby job its sets: " + written.message()}}}};
+    return run;
+  }
+  return done_.get();
+}
+
+StandbyPythonJob::~StandbyPythonJob() {
+  if (given_ || !done_.valid()) return;
+  (void)WriteFileAtomic(dir_ / "sets.json", json{{"cancel", true}}.dump());
+  WorkerRun run = done_.get();
+  Cleanup(run);
 }
 
 // --- What the supervisor wrote, verified. ------------------------------------------------------

@@ -6,7 +6,9 @@
 #define KFORGE_EVAL_PYTHON_WORKER_H_
 
 #include <filesystem>
+#include <future>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,28 @@ struct PythonJobFiles {
 // fails the check carries error {"stage": "integrity"} (or nothing, when the worker was killed).
 Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const nlohmann::json& job,
                                   const PythonJobFiles& files, const Limits& limits);
+
+// A Python job started ahead of its work (job.json's "await_sets", docs/python-worker.md): its
+// supervisor and child start and import PyTorch, touch no device and hold no lock, and wait for
+// the sets, which the orchestrator gives when it knows them. The timed-reference job of a Python
+// candidate waits so while the candidate's own job runs, in a sandbox of its own: a warm
+// judgement no longer waits for its start (4.5 to 5 s on an H200).
+class StandbyPythonJob {
+ public:
+  // `job` is a job.json without sets; its wall-clock limit must cover the wait.
+  static Result<std::unique_ptr<StandbyPythonJob>> Start(ProcessRunner& runner, nlohmann::json job,
+                                                         const PythonJobFiles& files, const Limits& limits);
+  // Gives the job its sets and waits for its result (as RunPythonWorker's). Once only.
+  WorkerRun Run(const nlohmann::json& sets);
+  // A job never given its sets is cancelled and waited for; its folders are removed.
+  ~StandbyPythonJob();
+
+ private:
+  StandbyPythonJob() = default;
+  std::filesystem::path dir_;
+  std::future<WorkerRun> done_;
+  bool given_ = false;
+};
 
 // Lowercase hex SHA-256 (FIPS 180-4) of `data`.
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -426,6 +427,37 @@ TEST_F(PyTorchTest, GivenACacheThatPerturbsItsReplaysTheSampledReferenceCatchesI
   EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
   EXPECT_NE(v.message.find("(fresh inputs, seed "), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("output 'out'"), std::string::npos) << v.message;
+}
+
+// The sampled runs' references from a standby job (started with the candidate's, waiting for
+// their seeds): the same catch, and the honest twin correct. On the CPU the standby is off
+// unless asked for.
+TEST_F(PyTorchTest, GivenAStandbyReferenceJobTheSampledRunsAreJudgedByItAlike) {
+  setenv("KFORGE_STANDBY_REFERENCE", "1", 1);
+  const fs::path cheat = kKb / "candidates" / "12_cache_coarse_noisy.py";
+  Verdict v = EvalAttack(cheat);
+  Verdict twin = EvalAttack(Twin(kKb / "candidates" / "12_cache_coarse.py"));
+  unsetenv("KFORGE_STANDBY_REFERENCE");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_NE(v.message.find("(fresh inputs, seed "), std::string::npos) << v.message;
+  ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  for (const Verdict* x : {&v, &twin}) {
+    EXPECT_TRUE(x->stages.contains("python_timed_reference.standby")) << x->stages.dump();
+    for (const std::string& w : x->warnings) EXPECT_EQ(w.find("standby reference job failed"), std::string::npos) << w;
+  }
+}
+
+// Without samples to judge (the candidate fails its checks) the standby job is cancelled: the
+// verdict comes back and no job is left waiting.
+TEST_F(PyTorchTest, GivenAStandbyReferenceJobAndAWrongCandidateItIsCancelled) {
+  setenv("KFORGE_STANDBY_REFERENCE", "1", 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  Verdict v = Eval(kGemm, kKb / "candidates" / "12_forgets_multiplier.py", "pytorch");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv("KFORGE_STANDBY_REFERENCE");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_FALSE(v.stages.contains("python_timed_reference.standby"));
+  EXPECT_LT(seconds, 300) << "the judgement waited for the standby job's wall-clock limit";
 }
 
 TEST_F(PyTorchTest, GivenAModelNewThatSkipsEveryOtherTimedCallItIsWrongOutputNamingTheRun) {
