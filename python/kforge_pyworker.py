@@ -318,7 +318,11 @@ class Supervisor:
             self.stage("start")
             self.start_child()
             if spec.get("await_sets"):
+                # The import under the shared device lock: another job's calibration and timed
+                # runs (exclusive) never overlap this start's CPU and disk work.
+                self.lock(exclusive=False)
                 self.child_seconds(self.call({"cmd": "preload"}))
+                self.unlock()
                 self.stage("standby")
                 if not self.await_sets():
                     res.data["cancelled"] = True
