@@ -1102,7 +1102,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
                               ", stage " + run.last_stage + "): " + run.result.value("error", json::object()).value("message", "") +
                               "\n" + TailLines(run.process.err, 12, 3000));
   }
-  std::map<std::string, std::string> input_files;  // file -> its verified bytes
+  std::map<std::string, std::shared_ptr<const std::string>> input_files;  // file -> its verified bytes
   described_ = problem_;
   described_.inputs.clear();
   described_.outputs.clear();
@@ -1129,7 +1129,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
         if (it == input_files.end()) {
           Result<std::string> bytes = run.ReadOutput(file);
           if (!bytes.ok()) { status = bytes.status(); break; }
-          it = input_files.emplace(file, std::move(*bytes)).first;
+          it = input_files.emplace(file, std::make_shared<const std::string>(std::move(*bytes))).first;
         }
         trial.inputs.push_back(HostTensor{shape, it->second});
       }
@@ -1263,7 +1263,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
   files.copies["candidate.py"] = candidate_;
   if (pytorch_) files.copies["problem.py"] = problem_.path;
   for (size_t t = 0; !pytorch_ && t < trials_.size(); ++t) {
-    for (const HostTensor& h : trials_[t].inputs) files.blobs["in_" + std::to_string(t) + "_" + h.shape.name + ".bin"] = h.bytes;
+    for (const HostTensor& h : trials_[t].inputs) files.blobs["in_" + std::to_string(t) + "_" + h.shape.name + ".bin"] = h.bytes();
   }
   Limits limits = PythonLimits();
   verdict_.limits = LimitsToJson(limits);

@@ -179,16 +179,13 @@ void GenerateBytesInto(const TensorShape& shape, const Distribution& dist, const
 
 std::vector<double> HostTensor::Values() const {
   std::vector<double> v(static_cast<size_t>(shape.numel()));
-  ToDouble(shape.dtype, bytes.data(), v.size(), v.data());  // exactly what the kernel sees
+  ToDouble(shape.dtype, bytes().data(), v.size(), v.data());  // exactly what the kernel sees
   return v;
 }
 
 HostTensor GenerateTensor(const TensorShape& shape, const Distribution& dist, const std::string& key,
                           uint64_t seed, double magnitude) {
-  HostTensor t;
-  t.shape = shape;
-  t.bytes = GenerateBytes(shape, dist, key, seed, magnitude);
-  return t;
+  return HostTensor(shape, GenerateBytes(shape, dist, key, seed, magnitude));
 }
 
 std::string InputKey(const BoundProblem& bound, size_t k) {
@@ -204,11 +201,10 @@ std::vector<HostTensor> GenerateInputs(const BoundProblem& bound, uint64_t seed,
 
 HostTensor AsFloat64(const HostTensor& t) {
   if (!IsFloating(t.shape.dtype) || t.shape.dtype == DType::kFloat64) return t;
-  HostTensor d = t;
-  d.shape.dtype = DType::kFloat64;
+  TensorShape shape = t.shape;
+  shape.dtype = DType::kFloat64;
   const std::vector<double> values = t.Values();
-  d.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
-  return d;
+  return HostTensor(shape, std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double)));
 }
 
 }  // namespace kforge

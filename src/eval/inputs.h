@@ -5,7 +5,9 @@
 #define KFORGE_EVAL_INPUTS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kforge/problem.h"
@@ -13,8 +15,19 @@
 namespace kforge {
 
 struct HostTensor {
+  HostTensor() = default;
+  HostTensor(TensorShape s, std::string b) : shape(std::move(s)), data(std::make_shared<const std::string>(std::move(b))) {}
+  HostTensor(TensorShape s, std::shared_ptr<const std::string> b) : shape(std::move(s)), data(std::move(b)) {}
+
   TensorShape shape;
-  std::string bytes;  // in shape.dtype
+  // The bytes, in shape.dtype. Shared and never changed once made: copies of a trial's inputs
+  // into a job, and the sets that share a model's parameters (256 MB for an 8192x8192 weight),
+  // cost no copy.
+  std::shared_ptr<const std::string> data;
+  const std::string& bytes() const {
+    static const std::string empty;
+    return data ? *data : empty;
+  }
   // The same values, exactly, as double: converted when asked (only a reference computed in
   // float64 needs them; 14 check trials of 2M elements each spent 16 MB and 20 ms on it).
   std::vector<double> Values() const;

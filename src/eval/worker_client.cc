@@ -91,12 +91,13 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
     for (size_t k = 0; k < files.inputs[s].size(); ++k) {
       const HostTensor& t = files.inputs[s][k];
       std::string name;
-      for (const auto& [bytes, file] : written[t.bytes.size()])
-        if (*bytes == t.bytes) name = file;
+      const std::string& b = t.bytes();
+      for (const auto& [bytes, file] : written[b.size()])
+        if (name.empty() && (bytes == &b || *bytes == b)) name = file;  // shared bytes: no compare
       if (name.empty()) {
         name = "in_" + std::to_string(s) + "_" + t.shape.name + ".bin";
-        KF_RETURN_IF_ERROR(WriteFile(dir / name, t.bytes.data(), t.bytes.size()));
-        written[t.bytes.size()].emplace_back(&t.bytes, name);
+        KF_RETURN_IF_ERROR(WriteFile(dir / name, b.data(), b.size()));
+        written[b.size()].emplace_back(&b, name);
       }
       job.sets[s].inputs[k].file = name;
     }

@@ -70,7 +70,7 @@ class CudaEvalTest : public ::testing::Test {
     job.sets.push_back({1.0, {{"n", n, double(n)}, {"scale", 2, 2.0}, {"shift", 0, 0.5}}, {{x, "", std::nullopt}}, {{y, "", std::nullopt}}});
     WorkerFiles files;
     files.library = built->library;
-    files.inputs = {{HostTensor{x, std::string(x.bytes(), '\0')}}};
+    files.inputs = {{HostTensor(x, std::string(x.bytes(), '\0'))}};
     Limits limits;
     limits.wall_seconds = 120;
     limits.address_space_bytes = 0;  // CUDA reserves more address space than any sane limit
