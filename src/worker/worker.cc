@@ -490,7 +490,9 @@ class Supervisor {
   Status Finish();
   // Closes the phase that ran since the last call (its milliseconds added to result.json's
   // "phases_ms") and names the next one: where a job's time goes, for the judge's benchmark.
-  void Phase(const std::string& next);
+  // Ends the current phase on the supervisor's clock (result.json's phases_ms) and starts
+  // `next`; with `progress`, also the stage line the orchestrator reads.
+  void Phase(const std::string& next, const std::string& progress = "");
 
   const Job& job_;
   fs::path dir_;
@@ -504,7 +506,7 @@ class Supervisor {
   double phase_start_ = NowMs();
 };
 
-void Supervisor::Phase(const std::string& next) {
+void Supervisor::Phase(const std::string& next, const std::string& progress) {
   double now = NowMs();
   if (!phase_.empty()) {
     json& phases = result_["phases_ms"];
@@ -513,6 +515,7 @@ void Supervisor::Phase(const std::string& next) {
   }
   phase_ = next;
   phase_start_ = now;
+  if (!progress.empty()) Stage(progress);
 }
 
 Status Supervisor::StartChild() {
@@ -661,8 +664,7 @@ Status Supervisor::Checks() {
 
 Status Supervisor::Timing() {
   const TimingPlan& plan = *job_.timing;
-  Phase("warmup");
-  Stage("warm-up");
+  Phase("warmup", "warm-up");
   json warm = {{"op", "warmup"}, {"sets", plan.sets}, {"runs", plan.warmup_runs}, {"ms", plan.warmup_ms}};
   if (!Call("warm-up", warm).ok()) return Status::Ok();
   int threads_before = ChildThreads();
@@ -674,9 +676,8 @@ Status Supervisor::Timing() {
   std::vector<Sample> samples;
   const int k = std::max(plan.timed_checks, 0);
   double prepare_ms = 0, verify_ms = 0;  // of the timing phase: the child's prepare, the supervisor's output checks
-  Phase("timing");
+  Phase("timing", "timing");
   double start = NowMs();
-  Stage("timing");
   for (int i = 0; i < plan.max_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
     const InputSet& in = job_.sets[set];
@@ -804,8 +805,7 @@ Status Supervisor::Finish() {
 Status Supervisor::Run() {
   Phase("start");
   KF_RETURN_IF_ERROR(StartChild());
-  Phase("open");
-  Stage("open device");
+  Phase("open", "open device");
   Result<Message> opened = Call("open device", {{"op", "open"}});
   if (!opened.ok()) return Finish();
   result_["fingerprint"] = opened->head["fingerprint"];
@@ -816,21 +816,18 @@ Status Supervisor::Run() {
     if (p.ok()) result_["peaks"] = p->head["peaks"];
     return Finish();
   }
-  Phase("upload");
-  Stage("upload");
+  Phase("upload", "upload");
   Result<Message> alloc = Call("upload", {{"op", "alloc"}});
   if (!alloc.ok()) return Finish();
   result_["input_hashes"] = alloc->head["input_hashes"];
   if (job_.timing) {
-    Phase("calibration");
-    Stage("calibration");
+    Phase("calibration", "calibration");
     KF_RETURN_IF_ERROR(Calibrate());
     if (failed_) return Finish();
     Phase("upload");
     if (job_.timing->fresh_inputs && !Call("upload", {{"op", "reupload"}, {"sets", job_.timing->sets}}).ok()) return Finish();
   }
-  Phase("load");
-  Stage("load");
+  Phase("load", "load");
   if (!Call("load", {{"op", "load"}}).ok()) return Finish();
   KF_RETURN_IF_ERROR(Save());
   Phase("checks");
