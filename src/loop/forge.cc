@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -85,6 +86,8 @@ class ForgeRun {
   Status ConfirmTop();
   Status ConfirmBestAgainstSeed();
   const AttemptRow* SeedAttempt() const;
+  const AttemptRow* SameSource(const AttemptRow& a) const;
+  Status RecordDuplicate(AttemptRow& a, const AttemptRow& same, const fs::path& main);
   GenerationContext BaseContext(const std::string& task);
   std::string Memory() const;
   Result<ForgeSummary> Finalize(const std::string& status, const std::string& reason);
@@ -201,6 +204,7 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   a.state = "evaluating";
   a.source_hash = HashHex(a.source + a.extra_files_json);
   KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  if (const AttemptRow* same = SameSource(a)) return RecordDuplicate(a, *same, main);
   Progress(a.phase, a, "evaluating attempt " + std::to_string(a.number));
   const int64_t incumbent = best_ ? best_->number : -1;
   double t0 = Now();
@@ -221,6 +225,38 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   Progress(a.phase, a, "attempt " + std::to_string(a.number) + ": " + a.status + (a.median_ms > 0 ? " " + std::to_string(a.median_ms) + " ms" : ""));
   // The tuner confirms its top configurations once its search is over (ConfirmTop).
   if (a.phase != "seed" && a.phase != "tune") KF_RETURN_IF_ERROR(Challenge(a.number, incumbent));
+  return Status::Ok();
+}
+
+// An earlier attempt of this run with the same source (a model often returns its parent, or
+// the seed, verbatim): judged already, so the candidate is not judged again.
+const AttemptRow* ForgeRun::SameSource(const AttemptRow& a) const {
+  for (const AttemptRow& b : attempts_)
+    if (b.number != a.number && b.state == "done" && b.source_hash == a.source_hash && b.status != "duplicate" &&
+        b.status != "abandoned")
+      return &b;
+  return nullptr;
+}
+
+// A duplicate's verdict says which attempt it repeats and what that one was judged, so that a
+// repair prompt tells the model to change the kernel rather than return it again.
+Status ForgeRun::RecordDuplicate(AttemptRow& a, const AttemptRow& same, const fs::path& main) {
+  char ms[48] = "";
+  if (same.median_ms > 0) std::snprintf(ms, sizeof ms, ", %.4f ms", same.median_ms);
+  const std::string judged = same.status + ms;
+  json v = {{"status", "duplicate"},
+            {"duplicate_of", same.number},
+            {"message", "this candidate is identical to attempt " + std::to_string(same.number) + " (judged " + judged +
+                            "), so it was not judged again: return a changed kernel"}};
+  a.state = "done";
+  a.status = "duplicate";
+  a.verdict_json = v.dump();
+  a.median_ms = 0;
+  a.sol_percent = 0;
+  KF_RETURN_IF_ERROR(WriteFileAtomic(main.parent_path() / "verdict.json", v.dump(1)));
+  KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
+  KF_RETURN_IF_ERROR(Reload());
+  Progress(a.phase, a, "attempt " + std::to_string(a.number) + ": identical to attempt " + std::to_string(same.number) + ", not judged again");
   return Status::Ok();
 }
 

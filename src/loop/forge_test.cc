@@ -586,10 +586,14 @@ TEST_F(ForgeLoopTest, GivenScriptedAnthropicAnswersItRepairsThenOptimizesAndReco
 
 // With two candidates per pass the generations run in parallel threads; both are recorded once
 // and judged, and the faster becomes the best.
+// The second sample differs from the first by a comment: identical ones are not judged twice.
+const char kSecondSample[] = "// the second sample\n";
+
 TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudged) {
   ScriptedModelServer server(Protocol::kOpenAiChat,
                              {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"),
-                              CodeAnswer("fast.cc"), CodeAnswer("fast.cc")});
+                              CodeAnswer("fast.cc"),
+                              "```cpp\n" + std::string(kSecondSample) + ReadAnswer("fast.cc") + "```\n"});
   ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
   ASSERT_TRUE(c.client);
   Workspace w("parallel");
@@ -601,18 +605,45 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
   ASSERT_EQ(attempts.size(), 3u);
   EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"correct", "correct", "correct"}));
+  std::set<std::string> sources;
   for (int i : {1, 2}) {
     EXPECT_EQ(attempts[i].phase, "optimize");
     EXPECT_EQ(attempts[i].iteration, 1);
     EXPECT_EQ(attempts[i].parent, 1);
-    EXPECT_EQ(attempts[i].source, ReadAnswer("fast.cc"));
+    sources.insert(attempts[i].source);
   }
+  EXPECT_EQ(sources, (std::set<std::string>{ReadAnswer("fast.cc"), kSecondSample + ReadAnswer("fast.cc")}));
   EXPECT_NE(s->best_attempt, 1);
   ExpectCallsMatchServer(*w.store, s->run_id, server);
   std::set<int64_t> generated_for;
   for (const LlmCallRow& call : Calls(*w.store, s->run_id))
     if (call.agent == "generator" && call.attempt != 1) generated_for.insert(call.attempt);
   EXPECT_EQ(generated_for, (std::set<int64_t>{2, 3}));
+}
+
+// A model that returns its parent verbatim (real ones often do): the copy is not judged again,
+// its verdict says which attempt it repeats, and the repair prompt tells the model so.
+TEST_F(ForgeLoopTest, GivenACandidateIdenticalToItsParentItIsNotJudgedAgainAndTheModelIsTold) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"),
+                                                     CodeAnswer("slow.cc"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("duplicate");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"correct", "duplicate", "correct"}));
+  json dup = json::parse(attempts[1].verdict_json);
+  EXPECT_EQ(dup["duplicate_of"], attempts[0].number);
+  EXPECT_FALSE(dup.contains("timing")) << "a duplicate is not judged";
+  EXPECT_EQ(attempts[2].source, ReadAnswer("fast.cc"));
+  EXPECT_EQ(attempts[2].parent, attempts[1].number);
+  std::vector<ScriptedModelServer::Exchange> gens = Generations(server.answered());
+  ASSERT_EQ(gens.size(), 3u);
+  EXPECT_TRUE(Contains(gens[2].prompt, "identical to attempt " + std::to_string(attempts[0].number))) << gens[2].prompt;
+  EXPECT_EQ(s->best_attempt, attempts[2].number);
 }
 
 TEST_F(ForgeLoopTest, GivenAKernelBenchProblemTheModelsModelNewIsRepairedAndJudged) {
@@ -624,8 +655,11 @@ TEST_F(ForgeLoopTest, GivenAKernelBenchProblemTheModelsModelNewIsRepairedAndJudg
   auto python = [&](const std::string& file) {
     return "A ModelNew:\n\n```python\n" + llm::testing::ReadFile(kb / "candidates" / file) + "```\n";
   };
+  // The optimized one differs by a comment (an identical candidate is not judged again).
+  const std::string again = "A ModelNew:\n\n```python\n# with less overhead\n" +
+                            llm::testing::ReadFile(kb / "candidates" / "12_torch_ops.py") + "```\n";
   ScriptedModelServer server(Protocol::kOpenAiChat, {python("12_forgets_multiplier.py"), python("12_torch_ops.py"),
-                                                     ReadAnswer("analyst.json"), python("12_torch_ops.py")});
+                                                     ReadAnswer("analyst.json"), again});
   ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
   ASSERT_TRUE(c.client);
   Workspace w("kernelbench");
