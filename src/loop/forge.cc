@@ -615,8 +615,11 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
 }
 
 Status ForgeRun::Optimize() {
+  // A pass is done once one of its candidates was generated: a pass whose every candidate was
+  // abandoned (the run was killed, or the model failed, while generating) is made again.
   int64_t done_passes = 0, no_gain = 0;
-  for (const AttemptRow& a : attempts_) done_passes = std::max(done_passes, a.phase == "optimize" ? a.iteration : 0);
+  for (const AttemptRow& a : attempts_)
+    if (a.phase == "optimize" && a.status != "abandoned") done_passes = std::max(done_passes, a.iteration);
   for (int64_t pass = done_passes + 1; pass <= options_.iterations; ++pass) {
     std::string why;
     if (OverBudget(&why) || !best_) break;

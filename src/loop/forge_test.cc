@@ -817,6 +817,39 @@ void ExpectResumedLlmRun(Workspace& w, const ScriptedModelServer& server,
   ExpectNoKeyIn(w.dir);
 }
 
+// A kill during the optimization pass's generation (a server that went away does the same):
+// resume makes the pass again, analyst and generation, instead of counting it as done.
+TEST_F(ForgeLoopTest, GivenAKillDuringAnOptimizationPassResumeMakesThePassAgain) {
+  std::vector<std::string> script = RepairThenOptimizeScript();
+  script.insert(script.end() - 1, ReadAnswer("analyst.json"));  // the resumed pass asks the analyst again
+  ScriptedModelServer server(Protocol::kOpenAiChat, script);
+  server.HoldRequest(4);  // the optimization pass's generation
+  std::string model = "openai-compat:scripted-kernel-model@" + server.base_url();
+  Workspace w("kill-optimize");
+  {
+    KforgeProcess child(w.dir, LlmRunArgs(model));
+    ASSERT_TRUE(WaitFor([&] { return server.received() >= 5; }, 90)) << child.Log();
+    child.Kill();
+  }
+  server.Release();
+  ReapOrphans();
+  KforgeProcess resume(w.dir, {"resume", "1"});
+  EXPECT_EQ(resume.Wait(120), 0) << resume.Log();
+  std::vector<AttemptRow> attempts = Attempts(*w.store, 1);
+  ASSERT_EQ(attempts.size(), 5u) << resume.Log();
+  EXPECT_EQ(attempts[3].status, "abandoned");
+  EXPECT_EQ(attempts[4].phase, "optimize");
+  EXPECT_EQ(attempts[4].iteration, 1);
+  EXPECT_EQ(attempts[4].status, "correct");
+  EXPECT_EQ(attempts[4].source, ReadAnswer("fast.cc"));
+  Result<RunRow> run = w.store->GetRun(1);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->best_attempt, 5);
+  EXPECT_EQ(server.answered().size(), 6u);
+  ExpectCallsMatchServer(*w.store, 1, server);
+  ReapOrphans();
+}
+
 TEST_F(ForgeLoopTest, GivenAKillDuringAnEvaluationResumeJudgesItAgainAndRepeatsNoModelCall) {
   ScriptedModelServer server(Protocol::kOpenAiChat, RepairThenOptimizeScript());
   server.HoldRequest(2);  // should the evaluation end before the kill, the next call waits
