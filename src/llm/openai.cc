@@ -2,8 +2,8 @@
 // Ollama, llama.cpp's server, OpenRouter, DeepSeek and Together.
 //
 // Request: {"model", "messages": [{"role", "content"}], "temperature", "max_completion_tokens"
-// or "max_tokens", "seed", "stop", "reasoning_effort"}. A message whose only part is text is sent with
-// a string "content" (every compatible server accepts it); otherwise "content" is an array of
+// or "max_tokens", "seed", "stop", "reasoning_effort"}. A message whose only part is text is sent
+// with a string "content" (every compatible server accepts it); otherwise "content" is an array of
 // {"type":"text","text"} and {"type":"image_url","image_url":{"url":"data:<mime>;base64,..."}}.
 // Auth: "Authorization: Bearer <key>", omitted when there is no key.
 //

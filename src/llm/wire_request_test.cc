@@ -157,8 +157,8 @@ TEST_F(OpenAiRequestTest, GivenSamplingOptionsTheLocalModelGetsTheCapturedLlamaC
   EXPECT_EQ(Build(LlamaCppRequest(8), TestSettings("local", "qwen2.5-coder-1.5b"), key_).body,
             Fixture("llamacpp/chat_length_request.json"));
   // kforge does not stream: the streamed capture is the same request with the stream fields.
-  EXPECT_EQ(built.body, Erase(Fixture("llamacpp/chat_stream_request.json"),
-                              {"stream", "stream_options"}));
+  EXPECT_EQ(built.body,
+            Erase(Fixture("llamacpp/chat_stream_request.json"), {"stream", "stream_options"}));
 }
 
 TEST_F(OpenAiRequestTest, GivenTheOverflowingPromptTheRequestIsTheCapturedOne) {

@@ -109,7 +109,7 @@ struct LlmConfig {
   std::string default_model;       // Used when no --model is given.
   std::map<std::string, SettingsOverride> providers;  // [providers.<preset>]
   std::map<std::string, SettingsOverride> models;     // [models.<name>]
-  std::map<std::string, RoleSettings> roles;         // [roles.generator], [roles.analyst]
+  std::map<std::string, RoleSettings> roles;          // [roles.generator], [roles.analyst]
   RetryPolicy retry;
   std::string prices_file;           // Empty: the built-in table (src/llm/prices.toml).
   std::string transcript;            // Empty: no recording. Else a JSON Lines file, appended to.
