@@ -187,14 +187,14 @@ void AddBudgetFlags(CLI::App* cmd, LoopFlags* f) {
 // Per-role sampling; they win over the config's [roles.generator] / [roles.analyst].
 void AddSamplingFlags(CLI::App* cmd, LoopFlags* f) {
   ForgeOptions& o = f->options;
-  cmd->add_option("--generator-temperature", o.generator_llm.temperature, "Generator sampling temperature (default: the model's)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--generator-temperature", o.generator_llm.temperature, "Generator sampling temperature, 0 to 2 (default: the model's)")
+      ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--generator-max-output-tokens", o.generator_llm.max_output_tokens, "Generator: output cap per answer (max_tokens)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--analyst-temperature", o.analyst_llm.temperature, "Analyst sampling temperature (default: the model's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--analyst-temperature", o.analyst_llm.temperature, "Analyst sampling temperature, 0 to 2 (default: the model's)")
+      ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--analyst-max-output-tokens", o.analyst_llm.max_output_tokens, "Analyst: output cap per answer (max_tokens)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--llm-seed", f->seed, "Sampling seed sent with every request (servers that honour it repeat their answers)");
 }
 
