@@ -99,7 +99,12 @@ json RequestToJson(const llm::ChatRequest& r) {
     }
     msgs.push_back({{"role", m.role == llm::Role::kUser ? "user" : "assistant"}, {"parts", parts}});
   }
-  return {{"system", r.system}, {"messages", msgs}, {"model", r.options.model}};
+  json j = {{"system", r.system}, {"messages", msgs}, {"model", r.options.model}};
+  // The sampling settings the agent asked for (the client adds the model's own defaults).
+  if (r.options.temperature) j["temperature"] = *r.options.temperature;
+  if (r.options.max_output_tokens) j["max_output_tokens"] = *r.options.max_output_tokens;
+  if (r.options.seed) j["seed"] = *r.options.seed;
+  return j;
 }
 
 }  // namespace kforge

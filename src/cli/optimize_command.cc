@@ -25,6 +25,7 @@ struct LoopFlags {
   int64_t attempt = 0;
   bool json = false;
   bool no_confirm = false;
+  std::optional<int64_t> seed;  // --llm-seed: both roles
 };
 
 Result<std::unique_ptr<RunStore>> OpenStore() { return RunStore::Open(WorkspaceDir() / "runs.db"); }
@@ -34,6 +35,15 @@ std::string ChooseModel(const LoopFlags& f, const llm::LlmConfig& config) {
   if (!f.options.model.empty()) return f.options.model;
   if (const char* env = std::getenv("KFORGE_LLM")) return env;
   return config.default_model;
+}
+
+// Role fields that no flag set come from the config's [roles.<role>].
+void FillRole(const llm::LlmConfig& config, const std::string& name, llm::RoleSettings* role) {
+  auto it = config.roles.find(name);
+  if (it == config.roles.end()) return;
+  if (!role->temperature) role->temperature = it->second.temperature;
+  if (!role->max_output_tokens) role->max_output_tokens = it->second.max_output_tokens;
+  if (!role->seed) role->seed = it->second.seed;
 }
 
 void PrintSummary(const ForgeSummary& s, bool offline) {
@@ -67,6 +77,11 @@ Result<ForgeSummary> RunForge(LoopFlags& f, bool resume, bool* offline) {
   std::string cfg_path = !f.llm_config.empty() ? f.llm_config : cfg_env ? cfg_env : "";
   KF_ASSIGN_OR_RETURN(llm::LlmConfig config, cfg_path.empty() ? Result<llm::LlmConfig>(llm::LlmConfig()) : llm::LoadLlmConfig(cfg_path));
   f.options.model = ChooseModel(f, config);
+  if (!resume) {  // a resumed run keeps the sampling it was started with
+    if (f.seed) f.options.generator_llm.seed = f.options.analyst_llm.seed = f.seed;
+    FillRole(config, "generator", &f.options.generator_llm);
+    FillRole(config, "analyst", &f.options.analyst_llm);
+  }
   std::unique_ptr<llm::LlmSession> session;
   std::unique_ptr<llm::LlmClient> generator, analyst;
   if (!f.options.model.empty()) {
@@ -169,6 +184,20 @@ void AddBudgetFlags(CLI::App* cmd, LoopFlags* f) {
   cmd->add_option("--patience", o.patience, "Stop after this many passes without gain (default 2)");
 }
 
+// Per-role sampling; they win over the config's [roles.generator] / [roles.analyst].
+void AddSamplingFlags(CLI::App* cmd, LoopFlags* f) {
+  ForgeOptions& o = f->options;
+  cmd->add_option("--generator-temperature", o.generator_llm.temperature, "Generator sampling temperature, 0 to 2 (default: the model's)")
+      ->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--generator-max-output-tokens", o.generator_llm.max_output_tokens, "Generator: output cap per answer (max_tokens)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--analyst-temperature", o.analyst_llm.temperature, "Analyst sampling temperature, 0 to 2 (default: the model's)")
+      ->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--analyst-max-output-tokens", o.analyst_llm.max_output_tokens, "Analyst: output cap per answer (max_tokens)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--llm-seed", f->seed, "Sampling seed sent with every request (servers that honour it repeat their answers)");
+}
+
 }  // namespace
 
 Result<ForgeSummary> OptimizeOne(const ForgeOptions& options, const std::string& llm_config) {
@@ -200,6 +229,7 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
                   "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "
                   "kernelbench (default: the problem's, else strict)");
   AddBudgetFlags(opt, f.get());
+  AddSamplingFlags(opt, f.get());
   opt->add_flag("--no-confirm", f->no_confirm, "Pick and report by single measurements, without confirmation (quick runs)");
   opt->add_option("--confirm-rounds", f->options.confirm_options.rounds, "Confirmation: ABBA rounds (default 5)");
   opt->add_option("--confirm-top", f->options.confirm_top, "Offline tuner: configurations re-timed by confirmation (default 3)");

@@ -44,6 +44,10 @@ std::string Hint(LlmErrorKind kind, const ProviderSettings& settings, std::strin
              "', that this key may use it, and that base_url " + settings.base_url +
              " is the API root";
     case LlmErrorKind::kContextTooLong:
+      if (settings.provider == "local") {
+        return "shorten the prompt, or restart the local server with a longer context: "
+               "scripts/local-llm stop; KFORGE_LLM_CTX=32768 scripts/local-llm start";
+      }
       return "shorten the prompt or choose a model with a longer context window";
     case LlmErrorKind::kQuotaExhausted:
       return "waiting will not help: add credit or raise the quota";
@@ -56,6 +60,10 @@ std::string Hint(LlmErrorKind kind, const ProviderSettings& settings, std::strin
       return "the answer does not match the documented " + std::string(WireName(settings.wire)) +
              " format; check base_url " + settings.base_url;
     case LlmErrorKind::kConnectionFailed:
+      if (settings.provider == "local") {
+        return "is the local model running? scripts/local-llm start starts it (" +
+               settings.base_url + ")";
+      }
       return "check base_url " + settings.base_url + " and the network and proxy settings";
     default:
       return "";
@@ -104,6 +112,7 @@ class HttpLlmClient : public LlmClient {
     if (options.model.empty()) options.model = settings_.model;
     if (!options.temperature) options.temperature = settings_.temperature;
     if (!options.max_output_tokens) options.max_output_tokens = settings_.max_output_tokens;
+    if (!options.seed) options.seed = settings_.seed;
     if (options.reasoning_effort == ReasoningEffort::kUnset) {
       options.reasoning_effort = settings_.reasoning_effort;
     }

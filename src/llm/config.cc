@@ -24,7 +24,7 @@ struct Preset {
 
 // The one list of providers kforge knows by name. Anything else OpenAI-compatible is
 // "openai-compat:<model>@<url>".
-constexpr std::array<Preset, 12> kPresets = {{
+constexpr std::array<Preset, 13> kPresets = {{
     {"openai", WireFormat::kOpenAi, "https://api.openai.com/v1", "OPENAI_API_KEY", true, true,
      "max_completion_tokens"},
     {"anthropic", WireFormat::kAnthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY", true,
@@ -46,6 +46,9 @@ constexpr std::array<Preset, 12> kPresets = {{
      false, "max_tokens"},
     {"together", WireFormat::kOpenAi, "https://api.together.xyz/v1", "TOGETHER_API_KEY", true,
      false, "max_tokens"},
+    // scripts/local-llm's llama-server; "local" alone means "local:qwen2.5-coder-1.5b".
+    {"local", WireFormat::kOpenAi, kLocalModelUrl, "KFORGE_LOCAL_LLM_API_KEY", false, false,
+     "max_tokens"},
     {"replay", WireFormat::kReplay, "", "", false, true, "max_tokens"},
 }};
 
@@ -93,7 +96,9 @@ struct SpecParts {
 };
 
 // "provider:model[@http(s)://url]". Model names may contain ':' (Ollama tags) and '/'.
+// "local" alone is scripts/local-llm's model at its default URL.
 Result<SpecParts> SplitSpec(std::string_view spec) {
+  if (spec == "local") return SpecParts{"local", std::string(kLocalModelName), ""};
   size_t colon = spec.find(':');
   if (colon == std::string_view::npos || colon == 0) {
     return ConfigError("model", "'" + std::string(spec) +
@@ -177,6 +182,7 @@ void SettingsOverride::ApplyTo(ProviderSettings* s) const {
   if (connect_timeout) s->connect_timeout = *connect_timeout;
   if (timeout) s->timeout = *timeout;
   if (temperature) s->temperature = *temperature;
+  if (seed) s->seed = *seed;
   if (reasoning_effort) s->reasoning_effort = *reasoning_effort;
 }
 
@@ -297,12 +303,46 @@ Result<SettingsOverride> ReadOverride(const toml::table& table, const std::strin
   KF_RETURN_IF_ERROR(reader.ReadSeconds("connect_timeout_s", &o.connect_timeout));
   KF_RETURN_IF_ERROR(reader.ReadSeconds("timeout_s", &o.timeout));
   KF_RETURN_IF_ERROR(reader.Read("temperature", &o.temperature));
+  KF_RETURN_IF_ERROR(reader.Read("seed", &o.seed));
   KF_RETURN_IF_ERROR(ReadEffort(reader, &o.reasoning_effort));
   KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
   if (o.max_concurrency && *o.max_concurrency < 1) {
     return reader.Error("max_concurrency", "must be at least 1");
   }
+  if (o.max_output_tokens && *o.max_output_tokens < 1) {
+    return reader.Error("max_output_tokens", "must be at least 1");
+  }
   return o;
+}
+
+// [roles.generator] / [roles.analyst]: temperature, max_output_tokens, seed.
+Status ReadRoles(const toml::node* node, std::string_view origin,
+                 std::map<std::string, RoleSettings>* out) {
+  if (!node) return Status::Ok();
+  const toml::table* table = node->as_table();
+  if (!table) return ConfigError(origin, "roles must be a table");
+  for (const auto& [key, value] : *table) {
+    std::string name(key.str());
+    if (name != "generator" && name != "analyst") {
+      return ConfigError(origin, "roles." + name + ": unknown role; known: generator, analyst");
+    }
+    const toml::table* entry = value.as_table();
+    if (!entry) return ConfigError(origin, "roles." + name + " must be a table");
+    TableReader reader(*entry, "roles." + name, origin);
+    RoleSettings role;
+    KF_RETURN_IF_ERROR(reader.Read("temperature", &role.temperature));
+    KF_RETURN_IF_ERROR(ReadInt(reader, "max_output_tokens", &role.max_output_tokens));
+    KF_RETURN_IF_ERROR(reader.Read("seed", &role.seed));
+    KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
+    if (role.max_output_tokens && *role.max_output_tokens < 1) {
+      return reader.Error("max_output_tokens", "must be at least 1");
+    }
+    if (role.temperature && *role.temperature < 0) {
+      return reader.Error("temperature", "must not be negative");
+    }
+    (*out)[name] = role;
+  }
+  return Status::Ok();
 }
 
 Status ReadRetry(const toml::table& table, std::string_view origin, RetryPolicy* retry) {
@@ -359,6 +399,7 @@ Status ReadTopLevel(const toml::table& root, std::string_view origin, LlmConfig*
   reader.Skip("retry");
   reader.Skip("providers");
   reader.Skip("models");
+  reader.Skip("roles");
   KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
   config->default_model = default_model.value_or("");
   config->prices_file = prices.value_or("");
@@ -374,6 +415,7 @@ Status ReadAll(const toml::table& root, std::string_view origin, LlmConfig* conf
     if (!retry->as_table()) return ConfigError(origin, "retry must be a table");
     KF_RETURN_IF_ERROR(ReadRetry(*retry->as_table(), origin, &config->retry));
   }
+  KF_RETURN_IF_ERROR(ReadRoles(root.get("roles"), origin, &config->roles));
   KF_RETURN_IF_ERROR(ReadOverrides(root.get("providers"), "providers", origin, config->base_dir,
                                    &config->providers));
   for (const auto& [name, o] : config->providers) {

@@ -83,7 +83,8 @@ TEST(ParseModelSpecTest, GivenBadStringsItSaysWhatToWrite) {
 TEST(ProviderPresetNamesTest, ListsEveryPresetOnce) {
   std::vector<std::string> names = ProviderPresetNames();
   for (const char* name : {"openai", "anthropic", "gemini", "openai-compat", "vllm", "sglang",
-                           "ollama", "llamacpp", "openrouter", "deepseek", "together", "replay"}) {
+                           "ollama", "llamacpp", "openrouter", "deepseek", "together", "local",
+                           "replay"}) {
     EXPECT_EQ(std::count(names.begin(), names.end(), name), 1) << name;
   }
 }
@@ -113,6 +114,7 @@ TEST(LlmConfigTest, GivenTheDocumentedExampleEveryKeyIsRead) {
   EXPECT_EQ(qwen->base_url, "http://gpu-box:8000/v1");
   EXPECT_EQ(qwen->timeout, milliseconds(900000));
   EXPECT_EQ(qwen->temperature, 0.2);
+  EXPECT_EQ(qwen->seed, 7);
   EXPECT_EQ(qwen->vision, false);
 
   Result<ProviderSettings> thinker = ResolveModel("deep-thinker", *config);
@@ -125,6 +127,56 @@ TEST(LlmConfigTest, GivenTheDocumentedExampleEveryKeyIsRead) {
   EXPECT_EQ(fallback->api_key_file, "~/.config/kforge/anthropic.key");
   EXPECT_EQ(fallback->default_max_output_tokens, 8192);
   EXPECT_EQ(ResolveModel("openai:gpt-5", *config)->system_role, "developer");
+
+  EXPECT_EQ(config->roles.at("generator").max_output_tokens, 8192);
+  EXPECT_FALSE(config->roles.at("generator").temperature);
+  EXPECT_EQ(config->roles.at("analyst").temperature, 0.0);
+  EXPECT_EQ(config->roles.at("analyst").max_output_tokens, 1024);
+}
+
+TEST(ParseModelSpecTest, GivenLocalAloneItIsTheModelScriptsLocalLlmServes) {
+  ProviderSettings local = Parse("local");
+  EXPECT_EQ(local.provider, "local");
+  EXPECT_EQ(local.wire, WireFormat::kOpenAi);
+  EXPECT_EQ(local.model, "qwen2.5-coder-1.5b");
+  EXPECT_EQ(local.base_url, "http://127.0.0.1:8089/v1");
+  EXPECT_FALSE(local.key_required);
+  EXPECT_FALSE(local.vision_default);
+  EXPECT_EQ(local.max_tokens_field, "max_tokens");
+  EXPECT_EQ(local.Name(), "local:qwen2.5-coder-1.5b");
+}
+
+TEST(ParseModelSpecTest, GivenLocalWithAModelAndUrlTheyWin) {
+  ProviderSettings moved = Parse("local:qwen2.5-coder-1.5b@http://127.0.0.1:9000/v1");
+  EXPECT_EQ(moved.model, "qwen2.5-coder-1.5b");
+  EXPECT_EQ(moved.base_url, "http://127.0.0.1:9000/v1");
+  EXPECT_EQ(moved.Name(), "local:qwen2.5-coder-1.5b@http://127.0.0.1:9000/v1");
+  EXPECT_EQ(Parse("local:other-alias").base_url, "http://127.0.0.1:8089/v1");
+  // Only the bare word is special: "locally" is no model string.
+  EXPECT_FALSE(ParseModelSpec("locally").ok());
+  EXPECT_FALSE(ParseModelSpec("local:").ok());
+}
+
+TEST(LlmConfigTest, GivenANamedModelCalledLocalTheConfigWins) {
+  Result<LlmConfig> config =
+      ParseText("[models.local]\nprovider = \"ollama\"\nmodel = \"qwen2.5-coder:7b\"\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  Result<ProviderSettings> local = ResolveModel("local", *config);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_EQ(local->provider, "ollama");
+  EXPECT_EQ(local->model, "qwen2.5-coder:7b");
+  // Without such an entry, "local" is the preset.
+  EXPECT_EQ(ResolveModel("local", LlmConfig())->base_url, "http://127.0.0.1:8089/v1");
+}
+
+TEST(LlmConfigTest, GivenRolesTheirSamplingIsReadAndChecked) {
+  Result<LlmConfig> config = ParseText(
+      "[roles.generator]\ntemperature = 0\nmax_output_tokens = 600\nseed = 42\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->roles.at("generator").temperature, 0.0);
+  EXPECT_EQ(config->roles.at("generator").max_output_tokens, 600);
+  EXPECT_EQ(config->roles.at("generator").seed, 42);
+  EXPECT_EQ(config->roles.count("analyst"), 0u);
 }
 
 TEST(LlmConfigTest, GivenAModelStringItsUrlWinsOverTheProviderDefault) {
@@ -169,6 +221,12 @@ TEST(LlmConfigTest, GivenMistakesItNamesTheKeyAndTheFile) {
                 "unknown reasoning effort"},
            Case{"[models.x]\nmodle = \"m\"", "models.x.modle is not a known setting"},
            Case{"budget_usd = [", "TOML syntax error at line 1"},
+           Case{"[roles.critic]\ntemperature = 0", "roles.critic: unknown role; known: generator"},
+           Case{"[roles.analyst]\nmax_output_tokens = 0",
+                "roles.analyst.max_output_tokens must be at least 1"},
+           Case{"[roles.analyst]\ntemperature = -1", "roles.analyst.temperature must not be"},
+           Case{"[roles.analyst]\ntop_p = 1", "roles.analyst.top_p is not a known setting"},
+           Case{"[models.x]\nmodel = \"m\"\nseed = \"7\"", "models.x.seed has the wrong type"},
        }) {
     Result<LlmConfig> config = ParseText(c.text);
     ASSERT_FALSE(config.ok()) << c.text;

@@ -4,7 +4,7 @@
 //
 // Request (camelCase proto JSON): {"systemInstruction":{"parts":[{"text"}]}, "contents":
 // [{"role":"user"|"model","parts":[{"text"} | {"inlineData":{"mimeType","data"}}]}],
-// "generationConfig":{"temperature","maxOutputTokens","stopSequences","thinkingConfig":
+// "generationConfig":{"temperature","maxOutputTokens","seed","stopSequences","thinkingConfig":
 // {"thinkingBudget"}}}. Auth: the "x-goog-api-key" header, so the key is never in a URL.
 //
 // Response: candidates[0].content.parts[] (parts with "thought": true are reasoning),
@@ -50,6 +50,7 @@ Json GenerationConfigOf(const ChatOptions& options) {
   Json config = Json::object();
   if (options.temperature) config["temperature"] = *options.temperature;
   if (options.max_output_tokens) config["maxOutputTokens"] = *options.max_output_tokens;
+  if (options.seed) config["seed"] = *options.seed;
   if (!options.stop.empty()) config["stopSequences"] = options.stop;
   if (std::optional<int> budget = ThinkingBudget(options.reasoning_effort)) {
     config["thinkingConfig"] = {{"thinkingBudget", *budget}};

@@ -2,8 +2,8 @@
 // Ollama, llama.cpp's server, OpenRouter, DeepSeek and Together.
 //
 // Request: {"model", "messages": [{"role", "content"}], "temperature", "max_completion_tokens"
-// or "max_tokens", "stop", "reasoning_effort"}. A message whose only part is text is sent with
-// a string "content" (every compatible server accepts it); otherwise "content" is an array of
+// or "max_tokens", "seed", "stop", "reasoning_effort"}. A message whose only part is text is sent
+// with a string "content" (every compatible server accepts it); otherwise "content" is an array of
 // {"type":"text","text"} and {"type":"image_url","image_url":{"url":"data:<mime>;base64,..."}}.
 // Auth: "Authorization: Bearer <key>", omitted when there is no key.
 //
@@ -54,6 +54,7 @@ Json BodyOf(const ChatRequest& request, const ProviderSettings& settings) {
   Json body = {{"model", options.model}, {"messages", MessagesOf(request, settings)}};
   if (options.temperature) body["temperature"] = *options.temperature;
   if (options.max_output_tokens) body[settings.max_tokens_field] = *options.max_output_tokens;
+  if (options.seed) body["seed"] = *options.seed;
   if (!options.stop.empty()) body["stop"] = options.stop;
   if (options.reasoning_effort != ReasoningEffort::kUnset) {
     body["reasoning_effort"] = ReasoningEffortName(options.reasoning_effort);
@@ -127,7 +128,9 @@ LlmErrorKind RefineKind(LlmErrorKind kind, std::string_view code, std::string_vi
   if (code == "insufficient_quota" || type == "insufficient_quota") {
     return LlmErrorKind::kQuotaExhausted;
   }
-  if (code == "context_length_exceeded" || LooksLikeContextTooLong(message)) {
+  // llama.cpp's server: type exceed_context_size_error, with n_prompt_tokens and n_ctx.
+  if (code == "context_length_exceeded" || type == "exceed_context_size_error" ||
+      LooksLikeContextTooLong(message)) {
     return LlmErrorKind::kContextTooLong;
   }
   return kind;

@@ -63,6 +63,13 @@ TEST(CostTest, GivenTheGpt5ExampleItMatchesTheHandComputedCost) {
               1e-15);
 }
 
+TEST(CostTest, GivenTheLocalModelItCostsNothingRatherThanUnknown) {
+  Usage usage{1200, 300, 0, 400, 0};
+  std::optional<double> cost = PriceTable::BuiltIn().Cost("local", "qwen2.5-coder-1.5b", usage);
+  ASSERT_TRUE(cost);
+  EXPECT_EQ(*cost, 0.0);
+}
+
 TEST(PriceTableTest, GivenBadEntriesItNamesThem) {
   struct Case {
     std::string text, expected;

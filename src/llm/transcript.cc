@@ -29,6 +29,7 @@ Json OptionsToJson(const ChatOptions& options) {
   if (!options.model.empty()) json["model"] = options.model;
   if (options.temperature) json["temperature"] = *options.temperature;
   if (options.max_output_tokens) json["max_output_tokens"] = *options.max_output_tokens;
+  if (options.seed) json["seed"] = *options.seed;
   if (options.reasoning_effort != ReasoningEffort::kUnset) {
     json["reasoning_effort"] = ReasoningEffortName(options.reasoning_effort);
   }

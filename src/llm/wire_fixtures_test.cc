@@ -4,8 +4,10 @@
 // fixture is in no table here and in no test of wire_request_test.cc / retry_test.cc.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
+#include "kforge/llm/config.h"
 #include "llm/client.h"
 #include "llm/test_util.h"
 #include "llm/wire.h"
@@ -308,6 +310,27 @@ const ReplyCase kReplyCases[] = {
      "HTTP 400 BadRequestError: This model's maximum context length is 32768 tokens"},
     {"openai_compat/vllm/stream_reasoning_delta_docs.VERBATIM_INVALID_JSON.txt", "vllm",
      LlmErrorKind::kBadResponse, "response body is not a JSON object (invalid JSON at byte"},
+
+    // llama.cpp's llama-server (scripts/local-llm, --llm local), captured.
+    {"llamacpp/chat_response.json",
+     "local",
+     LlmErrorKind::kNone,
+     "int sumArray(const std::vector<int>& arr) {",
+     FinishReason::kStop,
+     {39, 0, 0, 53, 0},
+     0,
+     "chatcmpl-jvfIjoX9XatdjRzNqUyVJwfOXQwQz7AQ"},
+    {"llamacpp/chat_length_response.json",
+     "local",
+     LlmErrorKind::kNone,
+     "```cpp\n#include <iostream>\n#include",
+     FinishReason::kLength,
+     {39, 38, 0, 8, 0}},
+    {"llamacpp/context_overflow_response.json", "local", LlmErrorKind::kContextTooLong,
+     "HTTP 400 exceed_context_size_error: request (20030 tokens) exceeds the available context "
+     "size (16384 tokens)"},
+    {"llamacpp/bad_json_response.json", "local", LlmErrorKind::kBadRequest,
+     "HTTP 400 invalid_request_error: [json.exception.parse_error.101] parse error"},
 };
 
 struct StreamCase {
@@ -374,6 +397,12 @@ const StreamCase kStreamCases[] = {
      {46, 0, 0, 26, 0}},
     {"openai_compat/vllm/stream_reasoning_delta_docs.VERBATIM_INVALID_JSON.txt", "vllm",
      LlmErrorKind::kBadResponse, "stream ended without a finish_reason"},
+    {"llamacpp/chat_stream_response.sse",
+     "local",
+     LlmErrorKind::kNone,
+     "int sumArray(const std::vector<int>& arr) {",
+     FinishReason::kStop,
+     {39, 38, 0, 53, 0}},
 };
 
 // Tested in wire_request_test.cc (requests) and retry_test.cc (headers without a body).
@@ -400,6 +429,13 @@ const char* const kCheckedElsewhere[] = {
     "gemini/request_sysinst_maxtokens_thinking_captured.json",
     "gemini/request_safety_settings_captured.json",
     "gemini/request_include_thoughts_captured.json",
+    "llamacpp/chat_request.json",
+    "llamacpp/chat_length_request.json",
+    "llamacpp/chat_stream_request.json",
+    "llamacpp/context_overflow_request.json",
+    // Below: GivenTheCapturedLlamaCppServerTheLocalPresetNamesItsModel.
+    "llamacpp/models.json",
+    "llamacpp/props.json",
 };
 
 // Readable parameters in test output.
@@ -512,6 +548,20 @@ TEST(WireFixturesTest, AllFixturesAreChecked) {
     EXPECT_TRUE(checked.count(relative)) << relative << " is not checked by any test";
   }
   EXPECT_GE(files, 90);
+}
+
+// scripts/local-llm starts llama-server with --alias qwen2.5-coder-1.5b and a 16k context, as
+// the captured server was: the `local` preset's model name must be the id the server lists.
+TEST(WireFixturesTest, GivenTheCapturedLlamaCppServerTheLocalPresetNamesItsModel) {
+  KF_SKIP_WITHOUT_WIRE_FIXTURES();
+  nlohmann::json models = nlohmann::json::parse(testing::ReadFixture("llamacpp/models.json"));
+  ASSERT_EQ(models["data"].size(), 1u);
+  Result<ProviderSettings> local = ParseModelSpec("local");
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_EQ(models["data"][0]["id"], local->model);
+  nlohmann::json props = nlohmann::json::parse(testing::ReadFixture("llamacpp/props.json"));
+  EXPECT_EQ(props["model_alias"], local->model);
+  EXPECT_GE(props["default_generation_settings"]["n_ctx"].get<int>(), 16384);
 }
 
 TEST(WireFixturesTest, GivenAFilteredAnswerItsTokensAreStillCounted) {

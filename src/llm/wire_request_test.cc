@@ -137,6 +137,45 @@ TEST_F(OpenAiRequestTest, GivenAllOptionsTheyUseTheDocumentedFieldNames) {
   EXPECT_EQ(body["reasoning_effort"], "minimal");
 }
 
+// llama.cpp's server, captured (testdata/llamacpp): what the loop sends with --llm local and
+// per-role sampling (temperature 0, a seed, an output cap) is byte-for-byte those requests.
+ChatRequest LlamaCppRequest(int max_output_tokens) {
+  ChatRequest request = UserText(std::string(kLocalModelName),
+                                 "Write a C++ function that returns the sum of an int array. "
+                                 "Answer with one fenced code block only.",
+                                 "You write C++.");
+  request.options.temperature = 0;
+  request.options.seed = 7;
+  request.options.max_output_tokens = max_output_tokens;
+  return request;
+}
+
+TEST_F(OpenAiRequestTest, GivenSamplingOptionsTheLocalModelGetsTheCapturedLlamaCppRequest) {
+  Built built = Build(LlamaCppRequest(120), TestSettings("local", "qwen2.5-coder-1.5b"), key_);
+  EXPECT_EQ(built.body, Fixture("llamacpp/chat_request.json"));
+  EXPECT_EQ(built.http.url, "http://127.0.0.1:8089/v1/chat/completions");
+  EXPECT_EQ(Build(LlamaCppRequest(8), TestSettings("local", "qwen2.5-coder-1.5b"), key_).body,
+            Fixture("llamacpp/chat_length_request.json"));
+  // kforge does not stream: the streamed capture is the same request with the stream fields.
+  EXPECT_EQ(built.body,
+            Erase(Fixture("llamacpp/chat_stream_request.json"), {"stream", "stream_options"}));
+}
+
+TEST_F(OpenAiRequestTest, GivenTheOverflowingPromptTheRequestIsTheCapturedOne) {
+  Json captured = Fixture("llamacpp/context_overflow_request.json");
+  ChatRequest request =
+      UserText(std::string(kLocalModelName), captured["messages"][0]["content"].get<std::string>());
+  request.options.max_output_tokens = captured["max_tokens"].get<int>();
+  EXPECT_EQ(Build(request, TestSettings("local", "qwen2.5-coder-1.5b"), key_).body, captured);
+}
+
+TEST_F(OpenAiRequestTest, GivenNoSeedNoneIsSent) {
+  Json body = Build(UserText("m", "hi"), TestSettings("local", "m"), key_).body;
+  EXPECT_FALSE(body.contains("seed"));
+  EXPECT_FALSE(body.contains("temperature"));
+  EXPECT_FALSE(body.contains("max_tokens"));
+}
+
 TEST_F(OpenAiRequestTest, GivenNoKeyNoAuthorizationHeaderIsSent) {
   Built built = Build(UserText("llama3.2", "hi"), TestSettings("ollama", "llama3.2"), Secret());
   EXPECT_EQ(Header(built.http, "Authorization"), "(absent)");
@@ -214,6 +253,17 @@ TEST_F(AnthropicRequestTest, GivenTheSdkSnapshotTheBodyAndHeadersMatch) {
       ReadFixture("anthropic/request_for_full_usage_captured.headers.txt"));
   EXPECT_EQ(Header(built.http, "anthropic-version"), *sdk_headers.FindHeader("anthropic-version"));
   EXPECT_EQ(Header(built.http, "Content-Type"), *sdk_headers.FindHeader("content-type"));
+}
+
+TEST_F(AnthropicRequestTest, GivenASeedItIsNotSentBecauseTheApiHasNone) {
+  ChatRequest request = UserText("claude-opus-4-6", "hi");
+  request.options.seed = 7;
+  request.options.temperature = 0;
+  request.options.max_output_tokens = 300;
+  Json body = Build(request, TestSettings("anthropic", "x"), key_).body;
+  EXPECT_FALSE(body.contains("seed"));
+  EXPECT_EQ(body["temperature"], 0);
+  EXPECT_EQ(body["max_tokens"], 300);
 }
 
 TEST_F(AnthropicRequestTest, GivenThinkingWithTemperatureItRefuses) {
@@ -325,6 +375,15 @@ TEST_F(GeminiRequestTest, GivenGenerationOptionsTheyMatchTheOfficialExample) {
   expected["generationConfig"].erase("topP");
   expected["generationConfig"].erase("topK");
   EXPECT_EQ(Build(request, TestSettings("gemini", "x"), key_).body, expected);
+}
+
+TEST_F(GeminiRequestTest, GivenASeedItIsInTheGenerationConfig) {
+  ChatRequest request = UserText("gemini-2.5-flash", "hi");
+  request.options.seed = 7;
+  request.options.temperature = 0;
+  Json config = Build(request, TestSettings("gemini", "x"), key_).body["generationConfig"];
+  EXPECT_EQ(config["seed"], 7);
+  EXPECT_EQ(config["temperature"], 0);
 }
 
 TEST_F(GeminiRequestTest, GivenASystemInstructionItMatchesTheSnakeCaseExample) {

@@ -526,6 +526,30 @@ std::string ForgeRun::Memory() const {
   return m;
 }
 
+// A role's sampling settings onto its request; unset ones leave the client's defaults.
+void ApplyRole(const llm::RoleSettings& role, llm::ChatOptions* options) {
+  if (role.temperature) options->temperature = role.temperature;
+  if (role.max_output_tokens) options->max_output_tokens = role.max_output_tokens;
+  if (role.seed) options->seed = role.seed;
+}
+
+json RoleToJson(const llm::RoleSettings& role) {
+  json j = json::object();
+  if (role.temperature) j["temperature"] = *role.temperature;
+  if (role.max_output_tokens) j["max_output_tokens"] = *role.max_output_tokens;
+  if (role.seed) j["seed"] = *role.seed;
+  return j;
+}
+
+llm::RoleSettings RoleFromJson(const json& j) {
+  llm::RoleSettings role;
+  if (!j.is_object()) return role;
+  if (j.contains("temperature")) role.temperature = j["temperature"].get<double>();
+  if (j.contains("max_output_tokens")) role.max_output_tokens = j["max_output_tokens"].get<int>();
+  if (j.contains("seed")) role.seed = j["seed"].get<int64_t>();
+  return role;
+}
+
 std::string CandidateText(const AttemptRow& a) {
   std::string s = a.source;
   json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
@@ -537,6 +561,7 @@ std::string CandidateText(const AttemptRow& a) {
 // no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
 Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
   KF_ASSIGN_OR_RETURN(llm::ChatRequest req, BuildGenerationRequest(ctx));
+  ApplyRole(options_.generator_llm, &req.options);
   for (int round = 0; round < 2; ++round) {
     KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, "generator", a.number));
     Result<ExtractedCandidate> c = ExtractCandidate(answer, options_.backend);
@@ -606,9 +631,18 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     llm::ChatRequest req;
     req.system = system;
     req.messages.push_back(llm::Message::User(user));
-    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.analyst, req, "analyst", best.number));
-    Result<Recommendation> parsed = ParseRecommendation(answer);
-    if (parsed.ok()) rec = *parsed;
+    ApplyRole(options_.analyst_llm, &req.options);
+    // An answer that does not parse (cut off at the cap, prose, broken JSON) is re-asked once
+    // with the reason; then the rules' recommendation is used, and the progress line says so.
+    for (int round = 0; round < 2; ++round) {
+      KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.analyst, req, "analyst", best.number));
+      Result<Recommendation> parsed = ParseRecommendation(answer);
+      if (parsed.ok()) { rec = *parsed; break; }
+      if (round == 1) { Progress("optimize", best, "analyst: its answer could not be read twice (" + parsed.status().message() + "); using the rules' recommendation"); break; }
+      KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt("analyst_retry.md", {{"error", parsed.status().message()}}));
+      req.messages.push_back(llm::Message::Assistant(answer));
+      req.messages.push_back(llm::Message::User(again));
+    }
   }
   KF_RETURN_IF_ERROR(deps_.store->AddRecommendation({run_.id, best.number, rec.source, rec.ToJson().dump()}));
   return rec;
@@ -626,7 +660,7 @@ Status ForgeRun::Optimize() {
     AttemptRow best = *best_;
     double before = best.median_ms;
     KF_ASSIGN_OR_RETURN(Recommendation rec, Analyse(best));
-    Progress("optimize", best, "analyst: " + rec.bottleneck);
+    Progress("optimize", best, std::string(rec.source == "rules" ? "rules analyst: " : "analyst: ") + rec.bottleneck);
     std::vector<AttemptRow> batch;
     for (int k = 0; k < options_.candidates; ++k) {
       KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("optimize", pass, best.number));
@@ -807,6 +841,7 @@ Result<ForgeSummary> ForgeRun::RunSteps() {
 
 json ForgeOptions::ToJson() const {
   return {{"problem", problem}, {"backend", backend}, {"model", model}, {"analyst_model", analyst_model},
+          {"generator_llm", RoleToJson(generator_llm)}, {"analyst_llm", RoleToJson(analyst_llm)},
           {"iterations", iterations}, {"candidates", candidates}, {"functional_attempts", functional_attempts},
           {"max_evaluations", max_evaluations}, {"max_tokens", max_tokens}, {"max_cost_usd", max_cost_usd},
           {"max_seconds", max_seconds}, {"sol_target", sol_target}, {"patience", patience},
@@ -826,6 +861,8 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.backend = j.value("backend", "cpp");
   o.model = j.value("model", "");
   o.analyst_model = j.value("analyst_model", "");
+  o.generator_llm = RoleFromJson(j.value("generator_llm", json::object()));
+  o.analyst_llm = RoleFromJson(j.value("analyst_llm", json::object()));
   o.iterations = j.value("iterations", o.iterations);
   o.candidates = j.value("candidates", o.candidates);
   o.functional_attempts = j.value("functional_attempts", o.functional_attempts);

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/eval.h"
+#include "kforge/llm/config.h"
 #include "kforge/llm/llm.h"
 #include "loop/progress.h"
 #include "store/run_store.h"
@@ -37,6 +38,9 @@ struct ForgeOptions {
   std::string backend = "cpp";
   std::string model;             // LLM model string; empty = offline mode
   std::string analyst_model;     // empty = `model`
+  // Sampling per role, sent with each request: temperature, output cap (max_tokens), seed.
+  // Unset fields leave the model's settings in charge (docs/llm.md, "Sampling per role").
+  llm::RoleSettings generator_llm, analyst_llm;
   int iterations = 5;            // optimization passes
   int candidates = 1;            // candidates per pass, generated in parallel
   int functional_attempts = 4;   // generations to reach a correct kernel (and per repair)

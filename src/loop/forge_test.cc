@@ -98,6 +98,7 @@ class ScriptedModelServer {
     bool answered = false;
     std::string request_id;
     llm::Usage usage;  // as kforge normalises it (docs/llm.md, "Usage is normalised")
+    json body;         // the request as sent
   };
 
   ScriptedModelServer(Protocol protocol, std::vector<std::string> script)
@@ -176,6 +177,7 @@ class ScriptedModelServer {
     e.anthropic_version = req.get_header_value("anthropic-version");
     json body = json::parse(req.body, nullptr, false);
     if (!body.is_object()) return e;
+    e.body = body;
     auto text_of = [](const json& content) {
       if (content.is_string()) return content.get<std::string>();
       std::string out;
@@ -473,7 +475,11 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
   ASSERT_TRUE(c.client);
   Workspace w(name);
   ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
-  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ForgeOptions options = LoopOptions(c.model);
+  // Per-role sampling (issue 12, fix 1): each role's own cap and temperature, one seed.
+  options.generator_llm = {0.2, 700, 5};
+  options.analyst_llm = {0.0, 300, 5};
+  Result<ForgeSummary> s = StartRun(options, deps);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
 
   // What reached the server: five requests, each with the feedback it needs.
@@ -484,6 +490,15 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
     EXPECT_TRUE(ex[i].answered);
     EXPECT_EQ(IsAnalyst(ex[i]), i == 3);
     EXPECT_EQ(IsGenerator(ex[i]), i != 3);
+    const json& body = ex[i].body;
+    EXPECT_EQ(body.value("max_tokens", 0), i == 3 ? 300 : 700) << body.dump().substr(0, 200);
+    EXPECT_DOUBLE_EQ(body.value("temperature", -1.0), i == 3 ? 0.0 : 0.2);
+    // The Anthropic Messages API has no seed; OpenAI-compatible servers get it.
+    if (protocol == Protocol::kOpenAiChat) {
+      EXPECT_EQ(body.value("seed", 0), 5);
+    } else {
+      EXPECT_FALSE(body.contains("seed"));
+    }
     if (protocol == Protocol::kOpenAiChat) {
       EXPECT_EQ(ex[i].auth, std::string("Bearer ") + kTestKey);
     } else {
@@ -582,6 +597,52 @@ TEST_F(ForgeLoopTest,
 
 TEST_F(ForgeLoopTest, GivenScriptedAnthropicAnswersItRepairsThenOptimizesAndRecordsEverything) {
   ExpectRepairThenOptimize(Protocol::kAnthropicMessages, "anthropic");
+}
+
+// An analyst answer that is not the JSON recommendation (here: prose, as a small model writes
+// when its answer is capped) is re-asked once with the reason; the second answer is used.
+TEST_F(ForgeLoopTest, GivenAnUnreadableAnalystAnswerItIsReaskedOnceAndTheSecondIsUsed) {
+  const std::string prose = "The kernel is slow because it loops too much.";
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), prose,
+                                                     ReadAnswer("analyst.json"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("analyst-reask");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<ScriptedModelServer::Exchange> ex = server.exchanges();
+  ASSERT_EQ(ex.size(), 4u);
+  EXPECT_TRUE(IsAnalyst(ex[1]) && IsAnalyst(ex[2]));
+  EXPECT_TRUE(Contains(ex[2].prompt, prose)) << ex[2].prompt;
+  EXPECT_TRUE(Contains(ex[2].prompt, "Your answer could not be read: the analyst's answer holds no JSON object"));
+  EXPECT_TRUE(Contains(ex[3].prompt, kRecommendedChange)) << ex[3].prompt;
+  Result<std::vector<RecommendationRow>> recs = w.store->Recommendations(s->run_id);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ((*recs)[0].source, "llm");
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
+}
+
+// Two unreadable analyst answers: the rules' recommendation is used, recorded as the rules'.
+TEST_F(ForgeLoopTest, GivenTwoUnreadableAnalystAnswersTheRulesRecommendationIsUsedAndSaysSo) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), "no idea", "{\"broken\": ",
+                                                     CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("analyst-rules");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<ScriptedModelServer::Exchange> ex = server.exchanges();
+  ASSERT_EQ(ex.size(), 4u);
+  EXPECT_TRUE(IsAnalyst(ex[1]) && IsAnalyst(ex[2]));
+  EXPECT_TRUE(IsGenerator(ex[3]));
+  Result<std::vector<RecommendationRow>> recs = w.store->Recommendations(s->run_id);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ((*recs)[0].source, "rules");
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
 }
 
 // With two candidates per pass the generations run in parallel threads; both are recorded once
@@ -1029,6 +1090,21 @@ TEST_F(ForgeLoopTest, GivenNoModelTheTunerFindsTheBestParametersInFewerEvaluatio
   EXPECT_FALSE(rec.value("bottleneck", "").empty());
   EXPECT_TRUE(Contains(rec.value("evidence", ""), "SOL")) << rec.dump();
   ExpectArtifacts(w, s->run_id, attempts);
+}
+
+TEST(ForgeOptionsTest, GivenRoleSamplingItSurvivesTheRecordedConfiguration) {
+  ForgeOptions o;
+  o.generator_llm = {0.0, 512, 7};
+  o.analyst_llm.max_output_tokens = 256;
+  ForgeOptions back = ForgeOptions::FromJson(json::parse(o.ToJson().dump()));
+  EXPECT_EQ(back.generator_llm.temperature, 0.0);
+  EXPECT_EQ(back.generator_llm.max_output_tokens, 512);
+  EXPECT_EQ(back.generator_llm.seed, 7);
+  EXPECT_EQ(back.analyst_llm.max_output_tokens, 256);
+  EXPECT_FALSE(back.analyst_llm.temperature);
+  EXPECT_FALSE(back.analyst_llm.seed);
+  // A run recorded before these settings existed has none.
+  EXPECT_FALSE(ForgeOptions::FromJson(json::parse(R"({"problem":"gelu"})")).generator_llm.seed);
 }
 
 TEST(ForgeOptionsTest, GivenAPrecisionPolicyItSurvivesTheRecordedConfiguration) {

@@ -8,6 +8,9 @@
 //   "openai-compat:Qwen/Qwen3-8B@http://gpu-box:8000/v1"   any OpenAI-compatible server
 //   "vllm:my-model@http://10.0.0.5:8000/v1" a preset with its URL replaced
 //   "replay:runs/llm.jsonl"                 serve a recorded transcript back
+//   "local"                                 the model scripts/local-llm serves: the same as
+//                                           "local:qwen2.5-coder-1.5b" (http://127.0.0.1:8089/v1)
+//   "local:qwen2.5-coder-1.5b@http://127.0.0.1:9000/v1"   that server on another port
 //   "local-qwen"                            a [models.local-qwen] entry of the config file
 // The config file format and every key are documented in docs/llm.md.
 //
@@ -54,6 +57,7 @@ struct ProviderSettings {
   // Defaults for options the request leaves unset (model entries of the config may set them).
   std::optional<double> temperature;
   std::optional<int> max_output_tokens;
+  std::optional<int64_t> seed;
   ReasoningEffort reasoning_effort = ReasoningEffort::kUnset;
 
   // "openai:gpt-5"; "openai-compat:m@http://host/v1" for a non-default URL; "replay:<path>".
@@ -85,9 +89,19 @@ struct SettingsOverride {
   std::optional<int> max_concurrency, default_max_output_tokens, max_output_tokens;
   std::optional<std::chrono::milliseconds> connect_timeout, timeout;
   std::optional<double> temperature;
+  std::optional<int64_t> seed;
   std::optional<ReasoningEffort> reasoning_effort;
 
   void ApplyTo(ProviderSettings* settings) const;
+};
+
+// Sampling settings of one agent role ([roles.generator], [roles.analyst] in the config; the
+// optimize command's --generator-* / --analyst-* flags win over them). Unset fields leave the
+// model's settings (and then the provider's defaults) in charge.
+struct RoleSettings {
+  std::optional<double> temperature;
+  std::optional<int> max_output_tokens;
+  std::optional<int64_t> seed;
 };
 
 struct LlmConfig {
@@ -95,6 +109,7 @@ struct LlmConfig {
   std::string default_model;       // Used when no --model is given.
   std::map<std::string, SettingsOverride> providers;  // [providers.<preset>]
   std::map<std::string, SettingsOverride> models;     // [models.<name>]
+  std::map<std::string, RoleSettings> roles;          // [roles.generator], [roles.analyst]
   RetryPolicy retry;
   std::string prices_file;           // Empty: the built-in table (src/llm/prices.toml).
   std::string transcript;            // Empty: no recording. Else a JSON Lines file, appended to.
@@ -113,6 +128,10 @@ Result<LlmConfig> LoadLlmConfig(const std::filesystem::path& path);
 // overrides, then the model entry (or the "@url" of the string). An empty string means the
 // config's default_model. On failure returns InvalidArgument tagged [config].
 Result<ProviderSettings> ResolveModel(std::string_view model, const LlmConfig& config);
+
+// The model scripts/local-llm serves (see docs/llm.md, "A local model").
+inline constexpr std::string_view kLocalModelName = "qwen2.5-coder-1.5b";
+inline constexpr std::string_view kLocalModelUrl = "http://127.0.0.1:8089/v1";
 
 }  // namespace kforge::llm
 

@@ -70,6 +70,10 @@ struct ChatOptions {
   std::string model;                     // Empty: the client's own model.
   std::optional<double> temperature;     // Unset: the provider's default.
   std::optional<int> max_output_tokens;  // Unset: the provider's default (Anthropic: config).
+  // Sampling seed, for repeatable answers where the server honours it: OpenAI-family "seed"
+  // (llama.cpp, vLLM, Ollama, OpenAI's best effort), Gemini generationConfig.seed. The
+  // Anthropic Messages API has no seed; it is not sent there. Unset: none is sent.
+  std::optional<int64_t> seed;
   ReasoningEffort reasoning_effort = ReasoningEffort::kUnset;
   std::vector<std::string> stop;  // Stop sequences.
 };
