@@ -204,7 +204,10 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   a.state = "evaluating";
   a.source_hash = HashHex(a.source + a.extra_files_json);
   KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
-  if (const AttemptRow* same = SameSource(a)) return RecordDuplicate(a, *same, main);
+  // Only the models' candidates: the seed is the baseline, and the tuner's search must measure
+  // every configuration it asks for (a default one may reproduce the seed's text exactly).
+  if (a.phase != "seed" && a.phase != "tune")
+    if (const AttemptRow* same = SameSource(a)) return RecordDuplicate(a, *same, main);
   Progress(a.phase, a, "evaluating attempt " + std::to_string(a.number));
   const int64_t incumbent = best_ ? best_->number : -1;
   double t0 = Now();
