@@ -674,6 +674,289 @@ def run_job(folder):
     return Supervisor(folder).run()
 
 
+# --- The warm worker (docs/python-worker.md "Warm workers"). ------------------------------------
+
+PR_SET_CHILD_SUBREAPER = 36
+ZYGOTE_TAG = "kforge-zygote "
+ZYGOTE_OUT_KEEP = 64 << 10    # bytes of a job supervisor's stdout relayed
+ZYGOTE_ERR_KEEP = 256 << 10   # bytes of the tail of its stderr relayed
+ZYGOTE_REAP_SECONDS = 10      # a leftover process not reaped by then leaves the zygote unusable
+
+
+def zygote_say(kind, obj):
+    os.write(1, (ZYGOTE_TAG + kind + " " + json.dumps(obj, separators=(",", ":")) + "\n").encode())
+
+
+def in_own_pid_namespace():
+    """True when this process's PID namespace is not the orchestrator's (whose namespace the
+    orchestrator names in KFORGE_OUTER_PIDNS): kill(-1) then reaches the sandbox's processes
+    only, never another job's or the machine's."""
+    outer = os.environ.get("KFORGE_OUTER_PIDNS", "")
+    try:
+        ours = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+    return bool(outer) and ours != outer
+
+
+class LineReader:
+    """Lines from a descriptor, read as they come (no buffering beyond what was read)."""
+
+    def __init__(self, fd):
+        self.fd, self.buf, self.eof = fd, b"", False
+
+    def feed(self):
+        data = os.read(self.fd, 1 << 16)
+        if not data:
+            self.eof = True
+        self.buf += data
+
+    def lines(self):
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            yield line
+
+
+def wipe(folder):
+    """Empties a private tmpfs (/tmp, /var/tmp, /dev/shm) between jobs: nothing one job leaves
+    there is seen by the next. Folders mounted into it from outside (the zygote's own folder, the
+    caches, the device lock's folder) are on other file systems and are left alone: the
+    orchestrator clears the zygote's folder itself."""
+    try:
+        dev = os.lstat(folder).st_dev
+    except OSError:
+        return
+    for dirpath, dirnames, filenames in os.walk(folder, topdown=True):
+        keep = []
+        for name in dirnames:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if st.st_dev == dev and not os.path.islink(path):
+                keep.append(name)
+            elif os.path.islink(path):
+                filenames.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            try:
+                os.unlink(os.path.join(dirpath, name))
+            except OSError:
+                pass
+    for dirpath, dirnames, _ in os.walk(folder, topdown=False):
+        for name in dirnames:
+            try:
+                os.rmdir(os.path.join(dirpath, name))  # empty ones only; mount points stay
+            except OSError:
+                pass
+
+
+def job_limits(limits):
+    import resource
+    for key, which in (("cpu_seconds", resource.RLIMIT_CPU), ("address_space_bytes", resource.RLIMIT_AS),
+                       ("file_size_bytes", resource.RLIMIT_FSIZE)):
+        value = int(limits.get(key) or 0)
+        if value <= 0:
+            continue
+        _, hard = resource.getrlimit(which)
+        soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        # CPU: SIGXCPU at the limit, SIGKILL a second later (as the sandbox does).
+        new_hard = hard if which != resource.RLIMIT_CPU else (soft + 1 if hard == resource.RLIM_INFINITY else hard)
+        resource.setrlimit(which, (soft, new_hard))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Zygote:
+    """A resident worker: Python started, PyTorch (and Triton) imported, no device touched. For
+    each job it forks a fresh supervisor (which forks the candidate's child, as a cold job does),
+    and after the supervisor has ended kills every other process of the sandbox and empties its
+    temporary file systems, so that nothing of one job lives on into the next. Requests come on
+    stdin, one JSON per line; results go out on stdout, which no job process holds."""
+
+    def __init__(self):
+        self.reader = LineReader(0)
+        self.quit = False
+
+    def start(self, preload):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return "prctl failed: errno %d" % ctypes.get_errno()
+        if not in_own_pid_namespace():
+            return "not in a PID namespace of its own (kill(-1) would reach processes outside the sandbox)"
+        t0 = time.perf_counter()
+        self.info = {"python": sys.version.split()[0]}
+        try:
+            import torch
+            self.info["torch"] = torch.__version__
+        except Exception as e:
+            return "PyTorch does not import: %s" % e
+        if "triton" in preload:
+            try:
+                import triton
+                self.info["triton"] = triton.__version__
+            except Exception:
+                pass
+        import kforge_kernels, kforge_inputs  # noqa: F401  (imported once, here)
+        if torch.cuda.is_initialized():
+            return "importing PyTorch initialised CUDA (a context cannot survive fork)"
+        threads = thread_count(os.getpid())
+        if threads > 1:
+            return "the imports started %d threads (fork would copy a process mid-work)" % threads
+        self.info["import_seconds"] = time.perf_counter() - t0
+        return None
+
+    def next_request(self):
+        while True:
+            for line in self.reader.lines():
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    continue
+            if self.reader.eof:
+                return None
+            self.reader.feed()
+
+    def serve(self):
+        while True:
+            req = self.next_request()
+            if req is None:
+                return 0
+            if req.get("op") == "run":
+                done = self.run_one(req)
+                zygote_say("done", done)
+                if done.get("unusable") or self.quit:
+                    return 0
+
+    def run_one(self, req):
+        import resource
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                devnull = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(devnull, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+                os.chdir(req["folder"])
+                os.environ.clear()
+                os.environ.update({str(k): str(v) for k, v in req.get("env", {}).items()})
+                tempfile.tempdir = None
+                job_limits(req.get("limits", {}))
+                code = run_job(req["folder"])
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                except BaseException:
+                    pass
+                os._exit(code)
+        os.close(out_w)
+        os.close(err_w)
+        out, err, err_total = bytearray(), bytearray(), 0
+        streams = {out_r: out, err_r: err}
+        status, cancelled = None, False
+        import select
+        while status is None or streams:
+            fds = list(streams) + ([0] if not self.reader.eof else [])
+            ready, _, _ = select.select(fds, [], [], 0.05 if status is None else 1.0)
+            if status is not None and not ready:
+                break  # a descendant still holds a pipe: the kill below ends it
+            for fd in ready:
+                if fd == 0:
+                    self.reader.feed()
+                    for line in self.reader.lines():
+                        try:
+                            msg = json.loads(line)
+                        except ValueError:
+                            continue
+                        if msg.get("op") == "cancel" and msg.get("id") == req.get("id"):
+                            cancelled = True
+                            self.kill_all()
+                    if self.reader.eof:
+                        self.quit = True
+                        self.kill_all()
+                    continue
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    os.close(fd)
+                    del streams[fd]
+                    continue
+                if fd == err_r:
+                    err_total += len(data)
+                    err += data
+                    if len(err) > 2 * ZYGOTE_ERR_KEEP:
+                        del err[:-ZYGOTE_ERR_KEEP]
+                elif len(out) < ZYGOTE_OUT_KEEP:
+                    out += data[:ZYGOTE_OUT_KEEP - len(out)]
+            if status is None:
+                got, st = os.waitpid(pid, os.WNOHANG)
+                if got == pid:
+                    status = st
+                    wall = time.perf_counter() - t0
+        for fd in streams:
+            os.close(fd)
+        # Everything else of the job: killed, reaped (we are the subreaper), counted.
+        leftovers, unreaped = self.kill_all(), False
+        deadline = time.time() + ZYGOTE_REAP_SECONDS
+        while True:
+            try:
+                got, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if got == 0:
+                if time.time() > deadline:
+                    unreaped = True
+                    break
+                time.sleep(0.002)
+        for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+            wipe(folder)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = {"id": req.get("id"), "wall_seconds": wall, "out": bytes(out).decode("utf-8", "replace"),
+                "err": bytes(err[-ZYGOTE_ERR_KEEP:]).decode("utf-8", "replace"), "err_total": err_total,
+                "cpu_seconds": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+                "max_rss_kb": after.ru_maxrss, "leftovers": leftovers, "cancelled": cancelled}
+        if os.WIFSIGNALED(status):
+            done["signal"] = os.WTERMSIG(status)
+        else:
+            done["exit_code"] = os.WEXITSTATUS(status)
+        if unreaped:
+            done["unusable"] = "a process of the job could not be reaped within %d s" % ZYGOTE_REAP_SECONDS
+        return done
+
+    def kill_all(self):
+        """SIGKILL to every process this one may signal but itself: in the sandbox's PID namespace,
+        every process of the job (the namespace's init is not ours to signal). kill(-1) reaches
+        them at once, so a process forking meanwhile cannot slip through. Returns how many there
+        were."""
+        me = str(os.getpid())
+        n = sum(1 for e in os.listdir("/proc") if e.isdigit() and e not in (me, "1"))
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        return n
+
+
+def zygote(preload):
+    z = Zygote()
+    why = z.start(preload)
+    if why:
+        zygote_say("error", {"message": why})
+        return 1
+    zygote_say("ready", z.info)
+    return z.serve()
+
+
 def probe():
     info = {"python": sys.version.split()[0], "executable": sys.executable}
     try:
@@ -700,7 +983,9 @@ def main(argv):
         return probe()
     if len(argv) == 3 and argv[1] == "run":
         return run_job(argv[2])
-    print("usage: kforge_pyworker.py probe | run <folder>", file=sys.stderr)
+    if len(argv) >= 2 and argv[1] == "zygote":
+        return zygote(argv[2:])
+    print("usage: kforge_pyworker.py probe | run <folder> | zygote [torch] [triton]", file=sys.stderr)
     return 2
 
 

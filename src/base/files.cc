@@ -104,6 +104,12 @@ Result<fs::path> MakeTempDir(const std::string& tag) {
   return fs::path(pattern);
 }
 
+Result<fs::path> MakeDirIn(const fs::path& parent, const std::string& tag) {
+  std::string pattern = (parent / (tag + "-XXXXXX")).string();
+  if (!mkdtemp(pattern.data())) return Status::IoError("cannot create a folder " + pattern + ": " + std::strerror(errno));
+  return fs::path(pattern);
+}
+
 Result<fs::path> MakeScratchDir(const std::string& tag) {
   static std::mutex mu;
   static std::vector<fs::path>* dirs = nullptr;  // never freed: read by the exit handler

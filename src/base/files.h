@@ -29,6 +29,8 @@ inline std::string Sha256Hex(const std::string& s) { return Sha256Hex(s.data(), 
 
 // A fresh directory under $TMPDIR (or /tmp): kforge-<tag>-XXXXXX.
 Result<std::filesystem::path> MakeTempDir(const std::string& tag);
+// A fresh folder <parent>/<tag>-XXXXXX (mode 0700; never one that already existed).
+Result<std::filesystem::path> MakeDirIn(const std::filesystem::path& parent, const std::string& tag);
 // MakeTempDir, and the directory and all below it removed when the process exits normally
 // (std::atexit): scratch space such as a test suite's private cache, which kept reference runs
 // make gigabytes large. Unless $KFORGE_KEEP_TEMP is set.

@@ -438,6 +438,7 @@ struct OutputStream {
   std::string* kept = nullptr;
   uint64_t* total = nullptr;
   uint64_t cap = 0;
+  const std::function<void(std::string_view)>* tap = nullptr;  // sees every chunk
 
   // Reads one chunk; closes the stream at EOF or on an error.
   void ReadChunk() {
@@ -448,10 +449,17 @@ struct OutputStream {
     uint64_t room = cap > kept->size() ? cap - kept->size() : 0;
     kept->append(buffer, std::min<uint64_t>(room, n));
     *total += n;
+    if (tap && *tap) (*tap)(std::string_view(buffer, static_cast<size_t>(n)));
   }
 };
 
 enum class Stop { kExited, kTimedOut, kOutputFlood };
+
+// The optional conversation of ProcessSpec (stdin_fd, cancel_fd, on_stdout).
+struct Conversation {
+  int cancel_fd = -1;
+  const std::function<void(std::string_view)>* on_stdout = nullptr;
+};
 
 // The parent's ends of the child's pipes.
 struct ParentEnds {
@@ -463,7 +471,8 @@ struct ParentEnds {
 class RunningChild {
  public:
   // `stdin_data` and `result` must outlive this object.
-  RunningChild(pid_t pid, ParentEnds ends, const std::string& stdin_data, ProcessResult* result);
+  RunningChild(pid_t pid, ParentEnds ends, const std::string& stdin_data, ProcessResult* result,
+               Conversation conversation = {});
   ~RunningChild();
 
   // Pumps the pipes until the child exits, `deadline` passes or the output exceeds
@@ -478,6 +487,7 @@ class RunningChild {
 
  private:
   bool Exited() const;
+  bool Cancelled() const;
   void Pump(int timeout_ms, bool watch_exit);
   void WriteStdin();
   void ReadReports();
@@ -496,20 +506,22 @@ class RunningChild {
   std::string report_bytes_;
   std::vector<Report> reports_;
   ProcessResult* result_;
+  int cancel_fd_ = -1;
   bool reaped_ = false;
   int status_ = 0;
 };
 
 RunningChild::RunningChild(pid_t pid, ParentEnds ends, const std::string& stdin_data,
-                           ProcessResult* result)
+                           ProcessResult* result, Conversation conversation)
     : pid_(pid),
       pidfd_(static_cast<int>(syscall(SYS_pidfd_open, pid, 0))),  // -1 before Linux 5.3
       stdin_(std::move(ends.stdin_write)),
       stdin_left_(stdin_data),
       report_(std::move(ends.report_read)),
-      result_(result) {
+      result_(result),
+      cancel_fd_(conversation.cancel_fd) {
   const uint64_t cap = result->limits.output_bytes;
-  out_ = {std::move(ends.stdout_read), &result->out, &result->out_total, cap};
+  out_ = {std::move(ends.stdout_read), &result->out, &result->out_total, cap, conversation.on_stdout};
   err_ = {std::move(ends.stderr_read), &result->err, &result->err_total, cap};
   for (int fd : {stdin_.get(), out_.fd.get(), err_.fd.get(), report_.get()}) SetNonBlocking(fd);
   if (stdin_left_.empty()) stdin_.Reset();
@@ -534,22 +546,29 @@ Stop RunningChild::Supervise(Clock::time_point deadline, uint64_t flood_bytes) {
     }
     if (Exited()) return Stop::kExited;
     double left = SecondsUntil(deadline);
-    if (left <= 0) return Stop::kTimedOut;
+    if (left <= 0 || Cancelled()) return Stop::kTimedOut;
     int timeout_ms = static_cast<int>(std::min(std::ceil(left * 1000), 1e9));
     if (!pidfd_.valid()) timeout_ms = std::min(timeout_ms, kNoPidfdPollMs);
     Pump(timeout_ms, /*watch_exit=*/true);
   }
 }
 
+bool RunningChild::Cancelled() const {
+  if (cancel_fd_ < 0) return false;
+  pollfd fd = {cancel_fd_, POLLIN, 0};
+  return poll(&fd, 1, 0) > 0;
+}
+
 // One poll() round over whatever is still open; services every ready fd.
 void RunningChild::Pump(int timeout_ms, bool watch_exit) {
-  pollfd fds[5];
+  pollfd fds[6];
   int n = 0;
   if (stdin_.valid()) fds[n++] = {stdin_.get(), POLLOUT, 0};
   for (int fd : {out_.fd.get(), err_.fd.get(), report_.get()}) {
     if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
   }
   if (watch_exit && pidfd_.valid()) fds[n++] = {pidfd_.get(), POLLIN, 0};
+  if (watch_exit && cancel_fd_ >= 0) fds[n++] = {cancel_fd_, POLLIN, 0};
   if (poll(fds, n, timeout_ms) <= 0) return;
   for (int i = 0; i < n; ++i) {
     if (fds[i].revents == 0) continue;
@@ -701,9 +720,16 @@ void Classify(Stop stop, const RunningChild& child, const ChildPlan& plan, Proce
 
 // Creates the pipes and forks. Returns the child's pid, or -1 with *error. The child's ends
 // are closed here in the parent when this returns.
-pid_t StartChild(const ChildPlan& plan, ParentEnds* ends, std::string* error) {
+pid_t StartChild(const ChildPlan& plan, int stdin_fd, ParentEnds* ends, std::string* error) {
   Fd in_read, out_write, err_write, report_write;
-  if (!MakePipe(&in_read, &ends->stdin_write) || !MakePipe(&ends->stdout_read, &out_write) ||
+  if (stdin_fd >= 0) {
+    in_read = Fd(fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3));
+    if (!in_read.valid()) {
+      *error = "cannot duplicate the stdin descriptor: " + ErrnoText(errno);
+      return -1;
+    }
+  }
+  if ((stdin_fd < 0 && !MakePipe(&in_read, &ends->stdin_write)) || !MakePipe(&ends->stdout_read, &out_write) ||
       !MakePipe(&ends->stderr_read, &err_write) || !MakePipe(&ends->report_read, &report_write)) {
     *error = "cannot create pipes: " + ErrnoText(errno);
     return -1;
@@ -795,10 +821,11 @@ ProcessResult RunChecked(const ProcessSpec& spec) {
   if (!error.empty()) return StartFailed(result, error);
   ParentEnds ends;
   const Clock::time_point start = Clock::now();
-  const pid_t pid = StartChild(plan, &ends, &error);
+  const pid_t pid = StartChild(plan, spec.stdin_fd, &ends, &error);
   if (pid < 0) return StartFailed(result, error);
   result.pid = pid;
-  RunningChild child(pid, std::move(ends), spec.stdin_data, &result);
+  RunningChild child(pid, std::move(ends), spec.stdin_data, &result,
+                     {spec.cancel_fd, &spec.on_stdout});
   const Clock::time_point deadline = start + ToDuration(std::max(spec.limits.wall_seconds, 0.0));
   const Stop stop = child.Supervise(deadline, spec.limits.output_kill_bytes);
   child.Finish();
@@ -809,6 +836,7 @@ ProcessResult RunChecked(const ProcessSpec& spec) {
 
 class SandboxRunner : public ProcessRunner {
  public:
+  bool IsSandbox() const override { return true; }
   ProcessResult Run(const ProcessSpec& spec) override {
     try {
       return RunChecked(spec);

@@ -34,9 +34,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kforge {
@@ -81,6 +83,17 @@ struct ProcessSpec {
   std::map<std::string, std::string> env;  // the child's whole environment
   std::string stdin_data;                  // written to the child's stdin, then closed
   Limits limits;
+  // A conversation with a resident child (the warm Python worker, eval/python_zygote.h); all
+  // three are optional and the caller keeps owning the descriptors.
+  //   stdin_fd   >= 0: the child's stdin is this descriptor (the read end of a pipe the caller
+  //              keeps writing) instead of stdin_data.
+  //   cancel_fd  >= 0: once readable (written to or its other end closed), the child is ended
+  //              as though its wall-clock limit had passed (End::kTimedOut).
+  //   on_stdout  called from Run()'s thread with every chunk the child writes on stdout, kept
+  //              or not (out/out_total are filled as usual).
+  int stdin_fd = -1;
+  int cancel_fd = -1;
+  std::function<void(std::string_view)> on_stdout;
 };
 
 struct ProcessResult {
@@ -116,6 +129,9 @@ class ProcessRunner {
   // Runs spec.argv to its end under spec.limits. Everything that can go wrong with the child,
   // including failing to start it, is reported in the result; kStartFailed has start_error.
   virtual ProcessResult Run(const ProcessSpec& spec) = 0;
+  // True for the real sandbox (NewSandboxRunner), whose isolation a resident worker may rely on
+  // being the same for a process it starts itself; fakes and wrappers say false.
+  virtual bool IsSandbox() const { return false; }
 };
 
 // The real sandbox.

@@ -21,6 +21,7 @@
 #include "eval/inputs.h"
 #include "eval/kernels.h"
 #include "eval/python_worker.h"
+#include "eval/python_zygote.h"
 #include "eval/roofline.h"
 #include "eval/static_check.h"
 #include "eval/trusted_state.h"
@@ -999,6 +1000,9 @@ Status Evaluation::Baselines() {
 Status Evaluation::StartPython() {
   pytorch_ = problem_.format == ProblemFormat::kPyTorch;
   if (!pytorch_ && !python_candidate_) return Status::Ok();
+  // The warm worker the Python jobs will use imports PyTorch while the probe runs and the
+  // candidate compiles (its sandbox does not depend on the device the probe finds).
+  PrewarmPythonWorker(runner_, PythonJob("candidate"), PythonLimits());
   KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_));
   if (py_probe_.contains("error")) return Status::Unavailable(py_probe_["error"].get<std::string>());
   // Native GPU backends and GPU-minded Python backends run the Python side on the GPU.
@@ -1230,10 +1234,12 @@ Status Evaluation::PreparePyTorch() {
 // KernelBench problems: the reference job of the sampled timed runs is started now, so that it
 // starts and imports PyTorch while the candidate's job runs, and waits (no device touched, no
 // lock held) for their seeds. On by default where the device is a GPU; on a CPU its start would
-// compete with the candidate's job for the cores. KFORGE_STANDBY_REFERENCE=1 or 0 overrides.
+// compete with the candidate's job for the cores; with warm Python workers (eval/python_zygote.h)
+// a job starts with a fork, and the reference job simply follows the candidate's.
+// KFORGE_STANDBY_REFERENCE=1 or 0 overrides.
 void Evaluation::StartStandbyReference() {
   const char* env = std::getenv("KFORGE_STANDBY_REFERENCE");
-  const bool wanted = env && *env ? std::string(env) != "0" : torch_device_ != "cpu";
+  const bool wanted = env && *env ? std::string(env) != "0" : torch_device_ != "cpu" && !WarmPythonWorkersEnabled();
   if (!wanted || !pytorch_ || !options_.timing || timing_only_) return;
   json job = PythonJob("reference");
   job["lock_file"] = PythonLockFile();

@@ -1,5 +1,7 @@
 #include "eval/python_worker.h"
 
+#include "eval/python_zygote.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,14 +134,19 @@ std::string TorchDevice(const json& probe, bool want_gpu, int device) {
   return want_gpu && gpu ? "cuda:" + std::to_string(device) : "cpu";
 }
 
-namespace {
-
-// A job's folder with job.json and its files, and the command that runs the worker there.
-Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& files, const Limits& limits, fs::path* job_dir) {
-  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyjob"));
+Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& files, const Limits& limits, fs::path* job_dir,
+                                     const fs::path& parent) {
+  fs::path dir;
+  if (parent.empty()) {
+    KF_ASSIGN_OR_RETURN(dir, MakeTempDir("pyjob"));
+  } else {
+    KF_ASSIGN_OR_RETURN(dir, MakeDirIn(parent, "job"));
+  }
   *job_dir = dir;
   std::map<std::string, fs::path> copies = files.copies;
-  for (const auto& [name, from] : PythonWorkerFiles()) copies[name] = from;
+  // A warm worker has imported its own copies of the worker's files once, at its start.
+  if (parent.empty())
+    for (const auto& [name, from] : PythonWorkerFiles()) copies[name] = from;
   for (const auto& [name, from] : copies) {
     std::error_code ec;
     fs::copy_file(from, dir / name, fs::copy_options::overwrite_existing, ec);
@@ -161,17 +168,24 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
   return spec;
 }
 
-WorkerRun RunPreparedPythonJob(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
-  WorkerRun run = RunPreparedWorker(runner, spec, dir);
+WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {
+  WorkerRun run = ReadWorkerRun(std::move(process), dir);
   VerifyPythonResult(&run);
   run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
+}
+
+namespace {
+
+WorkerRun RunPreparedPythonJob(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
+  return FinishPythonJob(runner.Run(spec), dir);
 }
 
 }  // namespace
 
 Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
                                   const Limits& limits) {
+  if (std::optional<WorkerRun> warm = RunInWarmPythonWorker(runner, job, files, limits)) return *std::move(warm);
   fs::path dir;
   KF_ASSIGN_OR_RETURN(ProcessSpec spec, PreparePythonJob(job, files, limits, &dir));
   return RunPreparedPythonJob(runner, spec, dir);

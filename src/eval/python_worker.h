@@ -46,7 +46,17 @@ struct PythonJobFiles {
   std::map<std::string, std::string> blobs;
 };
 
-// Writes job.json and the files into a fresh folder and runs the worker there. What comes back
+// Writes job.json and the files into a fresh folder (under `parent` when given, else a new
+// temporary one) and returns the command that runs the worker there, with its environment,
+// readable and writable paths and limits.
+Result<ProcessSpec> PreparePythonJob(const nlohmann::json& job, const PythonJobFiles& files, const Limits& limits,
+                                     std::filesystem::path* job_dir, const std::filesystem::path& parent = {});
+// A prepared job's outcome once its worker ended as `process` says: stage, result.json,
+// verified (VerifyPythonResult), with its wall time.
+WorkerRun FinishPythonJob(ProcessResult process, const std::filesystem::path& dir);
+
+// Writes job.json and the files into a fresh folder and runs the worker there, in a warm
+// worker (eval/python_zygote.h) where one can serve the job, else in a sandbox of its own. What comes back
 // is what the worker's supervisor wrote, verified (VerifyPythonResult); a job whose result
 // fails the check carries error {"stage": "integrity"} (or nothing, when the worker was killed).
 Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const nlohmann::json& job,

@@ -116,9 +116,13 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
 }
 
 WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
+  return ReadWorkerRun(runner.Run(spec), dir);
+}
+
+WorkerRun ReadWorkerRun(ProcessResult process, const fs::path& dir) {
   WorkerRun run;
   run.dir = dir;
-  run.process = runner.Run(spec);
+  run.process = std::move(process);
   run.last_stage = LastStage(run.process.err);
   Result<std::string> text = ReadFile(dir / "result.json");
   if (text.ok()) {

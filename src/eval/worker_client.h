@@ -56,6 +56,8 @@ Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& bac
 // confirmed by the "kforge-result <sha256>" line the worker's supervisor prints last. A
 // result.json that does not match it becomes an error record (stage "result").
 WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, const std::filesystem::path& dir);
+// What RunPreparedWorker reads after the worker's process ended as `process` says.
+WorkerRun ReadWorkerRun(ProcessResult process, const std::filesystem::path& dir);
 
 // <cache>/locks/<name>.lock, created readable and writable by every sandbox user: the file
 // DeviceLock holds, and that Python jobs lock themselves around timed runs. Empty without a cache.
