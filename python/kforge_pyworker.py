@@ -24,6 +24,7 @@ import re
 import secrets
 import signal
 import socket
+import stat
 import statistics
 import sys
 import tempfile
@@ -717,37 +718,34 @@ class LineReader:
             yield line
 
 
-def wipe(folder):
+def wipe(folder, dev=None):
     """Empties a private tmpfs (/tmp, /var/tmp, /dev/shm) between jobs: nothing one job leaves
     there is seen by the next. Folders mounted into it from outside (the zygote's own folder, the
     caches, the device lock's folder) are on other file systems and are left alone: the
     orchestrator clears the zygote's folder itself."""
     try:
-        dev = os.lstat(folder).st_dev
+        if dev is None:
+            dev = os.lstat(folder).st_dev
+        names = os.listdir(folder)
     except OSError:
         return
-    for dirpath, dirnames, filenames in os.walk(folder, topdown=True):
-        keep = []
-        for name in dirnames:
-            path = os.path.join(dirpath, name)
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if st.st_dev != dev:
+                continue  # a mount point
+            wipe(path, dev)
             try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if st.st_dev == dev and not os.path.islink(path):
-                keep.append(name)
-            elif os.path.islink(path):
-                filenames.append(name)
-        dirnames[:] = keep
-        for name in filenames:
-            try:
-                os.unlink(os.path.join(dirpath, name))
+                os.rmdir(path)
             except OSError:
                 pass
-    for dirpath, dirnames, _ in os.walk(folder, topdown=False):
-        for name in dirnames:
+        else:
             try:
-                os.rmdir(os.path.join(dirpath, name))  # empty ones only; mount points stay
+                os.unlink(path)
             except OSError:
                 pass
 

@@ -1,0 +1,116 @@
+// Warm Python workers (eval/python_zygote.h) through RunPythonWorker on the real sandbox: jobs
+// share a zygote, and nothing one job leaves (files in the private tmpfs's, a folder beside its
+// own, a process that left its session) reaches the next; a job past its wall-clock limit is
+// ended and a candidate that kills the zygote fails alone. Each test is its own process (CTest),
+// so each starts with an empty pool.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "eval/python_worker.h"
+#include "eval/python_zygote.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kData = KFORGE_EVAL_TESTDATA;
+const fs::path kZygote = kData / "zygote";
+const fs::path kGemm = kData / "kernelbench" / "12_Gemm_Multiply_LeakyReLU.py";
+
+class PythonZygoteTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    static std::string dir = MakeScratchDir("pyzygote-cache").value().string();
+    chmod(dir.c_str(), 0755);
+    setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
+    unsetenv("KFORGE_WARM_PYTHON");
+    unsetenv("KFORGE_KEEP_TEMP");
+  }
+  void SetUp() override {
+    Result<nlohmann::json> probe = ProbePython(*runner_);
+    if (!probe.ok() || probe->contains("error"))
+      GTEST_SKIP() << "no Python with PyTorch; scripts/setup installs it";
+    for (const std::string& line : DescribeIsolation())
+      if (line.rfind("processes:", 0) == 0 && line.find("own PID") == std::string::npos)
+        GTEST_SKIP() << "no PID namespace here (" << line << "): jobs run cold";
+  }
+  // One candidate job (set 0 of problem 12 at 16x64x32, checked once, not timed) on the CPU.
+  WorkerRun Job(const std::string& candidate, double wall_seconds = 300) {
+    nlohmann::json set = {{"seed", 7}, {"magnitude", 1.0},
+                          {"overrides", {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}}},
+                          {"outputs", {{{"name", "out"}, {"dtype", "float32"}, {"dims", {16, 32}}}}}};
+    nlohmann::json job = {{"mode", "candidate"}, {"device", "cpu"}, {"sets", {set}}, {"checks", {0}},
+                          {"candidate", "candidate.py"}, {"entry", "ModelNew"},
+                          {"problem", {{"kind", "kernelbench"}, {"module", "problem.py"}}}};
+    PythonJobFiles files;
+    files.copies = {{"candidate.py", kZygote / candidate}, {"model.py", kZygote / "model.py"}, {"problem.py", kGemm}};
+    Limits limits;
+    limits.address_space_bytes = 0;
+    limits.cpu_seconds = 0;
+    limits.wall_seconds = wall_seconds;
+    Result<WorkerRun> run = RunPythonWorker(*runner_, job, files, limits);
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    return run.ok() ? *run : WorkerRun{};
+  }
+  static std::string Why(const WorkerRun& run) { return run.result.dump(1) + "\n" + run.process.Describe() + "\n" + run.process.err; }
+
+  std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
+};
+
+TEST_F(PythonZygoteTest, GivenSeveralJobsOneWarmWorkerServesThemAll) {
+  for (int i = 0; i < 3; ++i) {
+    WorkerRun run = Job("model.py");
+    EXPECT_TRUE(run.finished()) << Why(run);
+    EXPECT_FALSE(run.result.contains("error")) << Why(run);
+  }
+  EXPECT_EQ(WarmPythonWorkersStarted(), 1);
+}
+
+TEST_F(PythonZygoteTest, GivenAJobThatLeavesTracesTheNextJobInTheSameWorkerFindsNone) {
+  WorkerRun first = Job("leaves_traces.py");
+  EXPECT_TRUE(first.finished()) << Why(first);
+  EXPECT_FALSE(first.result.contains("error")) << Why(first);
+  // Loads only if no file, folder or process of the first job is left; the same worker serves
+  // it (the left-behind process, alive for 30 s unless killed, would have made the worker give
+  // up waiting for it and a new one start).
+  WorkerRun second = Job("looks_for_traces.py");
+  EXPECT_TRUE(second.finished()) << Why(second);
+  EXPECT_FALSE(second.result.contains("error")) << Why(second);
+  EXPECT_EQ(WarmPythonWorkersStarted(), 1);
+}
+
+TEST_F(PythonZygoteTest, GivenAJobPastItsWallClockLimitItTimesOutAndTheNextJobIsServed) {
+  Job("model.py");  // the worker is warm
+  WorkerRun hung = Job("hangs.py", 8);
+  EXPECT_FALSE(hung.finished());
+  EXPECT_EQ(hung.process.end, ProcessResult::End::kTimedOut) << Why(hung);
+  WorkerRun next = Job("model.py");
+  EXPECT_TRUE(next.finished()) << Why(next);
+  EXPECT_EQ(WarmPythonWorkersStarted(), 1);  // the cancelled job's worker went on
+}
+
+TEST_F(PythonZygoteTest, GivenACandidateThatKillsTheWarmWorkerItsJobFailsAndANewWorkerServesTheNext) {
+  WorkerRun killer = Job("kills_everything.py");
+  EXPECT_FALSE(killer.finished()) << Why(killer);
+  EXPECT_EQ(killer.process.end, ProcessResult::End::kSignaled) << Why(killer);
+  WorkerRun next = Job("model.py");
+  EXPECT_TRUE(next.finished()) << Why(next);
+  EXPECT_EQ(WarmPythonWorkersStarted(), 2);
+}
+
+TEST_F(PythonZygoteTest, GivenWarmWorkersOffJobsRunCold) {
+  setenv("KFORGE_WARM_PYTHON", "0", 1);
+  WorkerRun run = Job("model.py");
+  unsetenv("KFORGE_WARM_PYTHON");
+  EXPECT_TRUE(run.finished()) << Why(run);
+  EXPECT_EQ(WarmPythonWorkersStarted(), 0);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,4 @@
+# A candidate that never finishes loading.
+import time
+
+time.sleep(3600)
