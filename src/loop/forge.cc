@@ -606,6 +606,12 @@ Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start, in
   return false;
 }
 
+// The first line of an error message, at most 300 bytes: for a progress line.
+std::string FirstLine(const std::string& message) {
+  std::string line = message.substr(0, message.find('\n'));
+  return line.size() > 300 ? line.substr(0, 297) + "..." : line;
+}
+
 // `best` is a copy: CallModel reloads the attempts, which would leave a reference dangling.
 Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   json verdict = json::parse(best.verdict_json, nullptr, false);
@@ -637,8 +643,17 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     ApplyRole(options_.analyst_llm, &req.options);
     // An answer that does not parse (cut off at the cap, prose, broken JSON) is re-asked once
     // with the reason; then the rules' recommendation is used, and the progress line says so.
+    // A failed call (the server gone, an error answer) costs the run its analyst advice for
+    // this pass, not the run: the rules advise instead, and the progress line says why. The
+    // failed call is recorded like any other.
     for (int round = 0; round < 2; ++round) {
-      KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.analyst, req, "analyst", best.number));
+      Result<std::string> called = CallModel(*deps_.analyst, req, "analyst", best.number);
+      if (!called.ok()) {
+        Progress("optimize", best, "analyst: the model call failed (" + FirstLine(called.status().message()) +
+                                       "); using the rules' recommendation");
+        break;
+      }
+      const std::string& answer = *called;
       Result<Recommendation> parsed = ParseRecommendation(answer);
       if (parsed.ok()) { rec = *parsed; break; }
       if (round == 1) { Progress("optimize", best, "analyst: its answer could not be read twice (" + parsed.status().message() + "); using the rules' recommendation"); break; }

@@ -645,6 +645,52 @@ TEST_F(ForgeLoopTest, GivenTwoUnreadableAnalystAnswersTheRulesRecommendationIsUs
   ExpectCallsMatchServer(*w.store, s->run_id, server);
 }
 
+// Issue 12, fix 3: an analyst whose call fails (here its server answers every request with an
+// error) costs the pass its advice, not the run: the rules advise, the generator goes on.
+TEST_F(ForgeLoopTest, GivenAnAnalystCallThatFailsTheRulesAdviseAndTheRunGoesOn) {
+  ScriptedModelServer generator(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), CodeAnswer("fast.cc")});
+  ScriptedModelServer analyst(Protocol::kOpenAiChat, {});
+  ScriptedClient g = ClientFor(generator, Protocol::kOpenAiChat);
+  ScriptedClient a = ClientFor(analyst, Protocol::kOpenAiChat);
+  ASSERT_TRUE(g.client && a.client);
+  Workspace w("analyst-fails");
+  ForgeDeps deps = w.Deps(g.client.get(), a.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(g.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->status, "done");
+  EXPECT_EQ(generator.answered().size(), 2u);
+  EXPECT_GE(analyst.received(), 1);
+  EXPECT_TRUE(analyst.answered().empty());
+  Result<std::vector<RecommendationRow>> recs = w.store->Recommendations(s->run_id);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ((*recs)[0].source, "rules");
+  // The failed call is on record, with its error.
+  Result<std::vector<LlmCallRow>> calls = w.store->LlmCalls(s->run_id);
+  ASSERT_TRUE(calls.ok());
+  int failed = 0;
+  for (const LlmCallRow& c : *calls) failed += c.agent == "analyst" && !c.error.empty();
+  EXPECT_GE(failed, 1);
+}
+
+// Issue 12, fix 5: a run that stops because the generator's call failed is "failed" in the
+// store, with the call's error as its stop reason (not "running" with none).
+TEST_F(ForgeLoopTest, GivenAGeneratorCallThatFailsTheRunIsMarkedFailedWithTheError) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), ReadAnswer("analyst.json")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("generator-fails");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_FALSE(s.ok());
+  Result<std::vector<RunRow>> runs = w.store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().status, "failed");
+  EXPECT_EQ(runs->front().stop_reason, s.status().message());
+  EXPECT_TRUE(Contains(runs->front().stop_reason, "script is exhausted")) << runs->front().stop_reason;
+}
+
 // With two candidates per pass the generations run in parallel threads; both are recorded once
 // and judged, and the faster becomes the best.
 // The second sample differs from the first by a comment: identical ones are not judged twice.
