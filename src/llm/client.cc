@@ -1,6 +1,7 @@
 // HttpLlmClient (client.h).
 #include "llm/client.h"
 
+#include <atomic>
 #include <cstdio>
 
 #include "kforge/llm/secrets.h"
@@ -92,6 +93,10 @@ class HttpLlmClient : public LlmClient {
         wire_(NewWire(settings_.wire)),
         name_(settings_.Name()) {}
 
+  // Attempts of a call that reconnects to a restarting server (backoff 1, 2, 4, 8, 16, 30, 30 s
+  // at the defaults: about a minute and a half, less the jitter).
+  static constexpr int kReconnectAttempts = 8;
+
   Result<ChatResponse> Complete(const ChatRequest& request) override {
     ChatRequest effective = WithDefaults(request);
     const std::string& model = effective.options.model;
@@ -139,10 +144,12 @@ class HttpLlmClient : public LlmClient {
 
   Result<ChatResponse> Run(const HttpRequest& http, const std::string& model) {
     const auto start = env_.clock->Now();
+    bool lost = false;
     for (int attempt = 1;; ++attempt) {
       const auto attempt_start = env_.clock->Now();
       Reply reply = Attempt(http);
       if (reply.ok()) {
+        reached_ = true;
         ChatResponse& response = *reply.response;
         response.attempts = attempt;
         response.latency = Since(attempt_start);
@@ -150,7 +157,19 @@ class HttpLlmClient : public LlmClient {
         Account(model, &response);
         return ReplyToResult(std::move(reply), NameFor(model));
       }
-      RetryDecision decision = DecideRetry(env_.retry, reply.error, attempt, env_.random01());
+      // A refused connection to a server that answered before (this client's earlier calls, or
+      // a connection lost earlier in this call) is a server restarting, not a wrong address:
+      // retried, with room for a restart (kReconnectAttempts). A first call that is refused
+      // fails at once with the address in the message.
+      RetryPolicy policy = env_.retry;
+      CallError error = reply.error;
+      if (error.http_status != 0) reached_ = true;
+      lost |= error.kind == LlmErrorKind::kConnectionLost;
+      if (error.kind == LlmErrorKind::kConnectionFailed && (reached_ || lost) && !error.should_retry) {
+        error.should_retry = true;
+        policy.max_attempts = std::max(policy.max_attempts, kReconnectAttempts);
+      }
+      RetryDecision decision = DecideRetry(policy, error, attempt, env_.random01());
       if (!decision.retry) {
         std::string hint = Hint(reply.error.kind, settings_, model);
         return ToStatus(reply.error, NameFor(model), Join(decision.why_not, hint));
@@ -212,6 +231,9 @@ class HttpLlmClient : public LlmClient {
   const ClientEnv env_;
   const std::unique_ptr<WireCodec> wire_;
   const std::string name_;
+  // Some HTTP response came back from the server once (any status): a refused connection after
+  // that is a restart (Run). Complete may run on several threads at once.
+  std::atomic<bool> reached_{false};
 };
 
 }  // namespace

@@ -172,6 +172,42 @@ TEST_F(ClientTest, GivenTransportFailuresOnlyTimeoutsAndResetsAreRetried) {
   }
 }
 
+// Issue 12, fix 6: a refused connection is a wrong address on a first call (it fails at once,
+// above) but a server restarting once the client has reached it, or right after the call lost
+// its connection: then it is retried, with room for the restart.
+TEST_F(ClientTest, GivenAServerThatAnsweredBeforeARefusedConnectionIsRetriedUntilItIsBack) {
+  std::unique_ptr<LlmClient> client = Client();
+  transport_->PushJson(200, kOpenAiOk);  // replies are queued; the last one stays
+  for (int i = 0; i < 5; ++i) transport_->Push(MakeLlmError(LlmErrorKind::kConnectionFailed, "http", "POST http://x failed"));
+  transport_->PushJson(200, kOpenAiOk);
+  ASSERT_TRUE(client->Complete(Ping()).ok());
+  Result<ChatResponse> result = client->Complete(Ping());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->attempts, 6);
+  EXPECT_EQ(transport_->calls(), 7);
+}
+
+TEST_F(ClientTest, GivenALostConnectionThenARefusedOneInOneCallItKeepsRetrying) {
+  transport_->Push(MakeLlmError(LlmErrorKind::kConnectionLost, "http", "POST http://x: connection reset"));
+  transport_->Push(MakeLlmError(LlmErrorKind::kConnectionFailed, "http", "POST http://x failed"));
+  transport_->PushJson(200, kOpenAiOk);
+  Result<ChatResponse> result = Client()->Complete(Ping());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(transport_->calls(), 3);
+}
+
+TEST_F(ClientTest, GivenARestartThatNeverEndsTheReconnectsAreBounded) {
+  std::unique_ptr<LlmClient> client = Client();
+  transport_->PushJson(200, kOpenAiOk);
+  for (int i = 0; i < 20; ++i) transport_->Push(MakeLlmError(LlmErrorKind::kConnectionFailed, "http", "POST http://x failed"));
+  ASSERT_TRUE(client->Complete(Ping()).ok());
+  Result<ChatResponse> result = client->Complete(Ping());
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(LlmErrorKindOf(result.status()), LlmErrorKind::kConnectionFailed);
+  EXPECT_EQ(transport_->calls(), 1 + 8);
+  EXPECT_NE(result.status().message().find("gave up after 8 attempts"), std::string::npos) << result.status().message();
+}
+
 TEST_F(ClientTest, GivenAMalformedSuccessBodyItFailsWithoutRetrying) {
   transport_->PushJson(200, R"({"choices": [)");
   Result<ChatResponse> result = Client()->Complete(Ping());
