@@ -784,6 +784,11 @@ class Zygote:
             return "not in a PID namespace of its own (kill(-1) would reach processes outside the sandbox)"
         t0 = time.perf_counter()
         self.info = {"python": sys.version.split()[0]}
+        # OpenBLAS (numpy's, imported by torch) starts its thread pool when it loads, one thread
+        # per core: a process with threads must not be forked. One thread keeps the zygote
+        # single-threaded; jobs do their numerical work in PyTorch's own pools, which start
+        # lazily in each job's child.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:
             import torch
             self.info["torch"] = torch.__version__
@@ -800,7 +805,16 @@ class Zygote:
             return "importing PyTorch initialised CUDA (a context cannot survive fork)"
         threads = thread_count(os.getpid())
         if threads > 1:
-            return "the imports started %d threads (fork would copy a process mid-work)" % threads
+            names = {}
+            for tid in os.listdir("/proc/self/task"):
+                try:
+                    with open("/proc/self/task/%s/comm" % tid) as f:
+                        name = f.read().strip()
+                except OSError:
+                    name = "?"
+                names[name] = names.get(name, 0) + 1
+            return "the imports started %d threads (%s; fork would copy a process mid-work)" % (
+                threads, ", ".join("%s x%d" % kv for kv in sorted(names.items())))
         self.info["import_seconds"] = time.perf_counter() - t0
         return None
 

@@ -88,8 +88,9 @@ class ForgeRun {
   const AttemptRow* SeedAttempt() const;
   const AttemptRow* SameSource(const AttemptRow& a) const;
   Status RecordDuplicate(AttemptRow& a, const AttemptRow& same, const fs::path& main);
-  GenerationContext BaseContext(const std::string& task);
-  std::string Memory() const;
+  // `repairing`: the attempt the prompt repairs (its full verdict is in the prompt already).
+  GenerationContext BaseContext(const std::string& task, int64_t repairing = -1);
+  std::string Memory(int64_t repairing) const;
   Result<ForgeSummary> Finalize(const std::string& status, const std::string& reason);
 
   ForgeOptions options_;
@@ -496,12 +497,12 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
   return text;
 }
 
-GenerationContext ForgeRun::BaseContext(const std::string& task) {
+GenerationContext ForgeRun::BaseContext(const std::string& task, int64_t repairing) {
   GenerationContext c;
   c.problem = &problem_;
   c.backend = options_.backend;
   c.task = task;
-  c.memory = Memory();
+  c.memory = Memory(repairing);
   c.instructions = options_.instructions;
   c.deny = options_.deny;
   for (const std::string& f : options_.context_files) {
@@ -515,16 +516,88 @@ GenerationContext ForgeRun::BaseContext(const std::string& task) {
   return c;
 }
 
-// Failed approaches, most recent last: one line per failed attempt.
-std::string ForgeRun::Memory() const {
-  std::string m;
+}  // namespace
+
+// One line on why an attempt failed, for the memory of failed approaches: the first line of the
+// verdict's message that names an error (else its first line), with temporary folders taken off
+// paths (".../kforge-job-x1y2/candidate.cc:12:5" reads "candidate.cc:12:5"), cut at a word
+// boundary.
+std::string FailureSummary(const std::string& message, size_t max_chars) {
+  std::vector<std::string> lines;
+  for (size_t start = 0; start <= message.size();) {
+    size_t end = message.find('\n', start);
+    if (end == std::string::npos) end = message.size();
+    std::string line = message.substr(start, end - start);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+    start = end + 1;
+  }
+  if (lines.empty()) return "";
+  // A compiler's "error:" line first, then any line naming an error, then the first line.
+  std::string pick;
+  for (const char* word : {"error:", "error"}) {
+    for (const std::string& l : lines) {
+      std::string lower = l;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (lower.find(word) != std::string::npos) {
+        pick = l;
+        break;
+      }
+    }
+    if (!pick.empty()) break;
+  }
+  if (pick.empty()) pick = lines.front();
+  // Paths: keep the file name (and what follows it: line and column).
+  std::string out;
+  for (size_t i = 0; i < pick.size();) {
+    if (pick[i] == '/' && (i == 0 || pick[i - 1] == ' ' || pick[i - 1] == '(' || pick[i - 1] == '\'' || pick[i - 1] == '"')) {
+      size_t end = pick.find_first_of(" :'\")", i);
+      if (end == std::string::npos) end = pick.size();
+      std::string path = pick.substr(i, end - i);
+      out += path.substr(path.rfind('/') + 1);
+      i = end;
+    } else {
+      out += pick[i++];
+    }
+  }
+  size_t first = out.find_first_not_of(" \t");
+  out = first == std::string::npos ? "" : out.substr(first);
+  if (out.size() <= max_chars) return out;
+  size_t cut = out.rfind(' ', max_chars);
+  if (cut == std::string::npos || cut < max_chars / 2) cut = max_chars;
+  return out.substr(0, cut) + " ...";
+}
+
+namespace {
+
+// Failed approaches, most recent last: one line per distinct failure of the last six failed
+// attempts, naming the attempts it stands for. The attempt being repaired is left out: its
+// whole verdict is in the prompt.
+std::string ForgeRun::Memory(int64_t repairing) const {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> lines;  // oldest first
   int n = 0;
   for (auto it = attempts_.rbegin(); it != attempts_.rend() && n < 6; ++it) {
     if (it->state != "done" || it->status == "correct" || it->status == "abandoned" || it->phase == "seed") continue;
-    json v = json::parse(it->verdict_json.empty() ? "{}" : it->verdict_json, nullptr, false);
-    m = "- attempt " + std::to_string(it->number) + " (" + it->phase + "): " + it->status + ": " +
-        (v.is_object() ? v.value("message", "").substr(0, 200) : "") + "\n" + m;
+    if (it->number == repairing) continue;
     ++n;
+    json v = json::parse(it->verdict_json.empty() ? "{}" : it->verdict_json, nullptr, false);
+    std::string why = it->phase + ": " + it->status;
+    // A compile error's line is the compiler's first "error:" line, when it printed one.
+    std::string text = v.is_object() ? v.value("message", "") : "";
+    if (v.is_object() && v.contains("compiler_output") && v["compiler_output"].is_string())
+      text += "\n" + v["compiler_output"].get<std::string>();
+    if (std::string s = FailureSummary(text, 240); !s.empty()) why += ": " + s;
+    auto same = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == why; });
+    if (same != lines.end()) {
+      same->second.insert(same->second.begin(), it->number);
+    } else {
+      lines.insert(lines.begin(), {why, {it->number}});
+    }
+  }
+  std::string m;
+  for (const auto& [why, numbers] : lines) {
+    std::string which;
+    for (int64_t k : numbers) which += (which.empty() ? "" : ", ") + std::to_string(k);
+    m += "- attempt" + std::string(numbers.size() > 1 ? "s " : " ") + which + " (" + why + ")\n";
   }
   return m;
 }
@@ -590,7 +663,7 @@ Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start, in
   for (int k = made; k < options_.functional_attempts; ++k) {
     std::string why;
     if (OverBudget(&why)) return false;
-    GenerationContext ctx = BaseContext(previous.number > 0 ? "repair" : "first");
+    GenerationContext ctx = BaseContext(previous.number > 0 ? "repair" : "first", previous.number);
     if (previous.number > 0) {
       ctx.previous = CandidateText(previous);
       json v = json::parse(previous.verdict_json, nullptr, false);
@@ -684,7 +757,7 @@ Status ForgeRun::Optimize() {
       KF_ASSIGN_OR_RETURN(AttemptRow a, NewAttempt("optimize", pass, best.number));
       batch.push_back(a);
     }
-    GenerationContext ctx = BaseContext("optimize");
+    GenerationContext ctx = BaseContext("optimize", best.number);
     ctx.previous = CandidateText(best);
     ctx.verdict_status = best.status;
     json bv = json::parse(best.verdict_json, nullptr, false);

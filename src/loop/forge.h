@@ -87,6 +87,11 @@ struct ForgeSummary {
 };
 
 Result<ForgeSummary> StartRun(const ForgeOptions& options, ForgeDeps& deps);
+
+// One line on why an attempt failed, as the repair prompts' memory of failed approaches shows
+// it: the verdict message's first line that names an error (else its first line), file names
+// instead of temporary paths, at most `max_chars` cut at a word boundary (" ..." marks a cut).
+std::string FailureSummary(const std::string& message, size_t max_chars);
 Result<ForgeSummary> ResumeRun(int64_t run_id, ForgeDeps& deps);
 
 // <workspace>/.kforge: $KFORGE_WORKSPACE, else ./.kforge.

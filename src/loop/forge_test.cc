@@ -517,7 +517,10 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
   EXPECT_TRUE(Contains(ex[2].prompt, "Status: wrong_output")) << ex[2].prompt;
   EXPECT_TRUE(Contains(ex[2].prompt, "first mismatches (index: got vs want)"));
   EXPECT_TRUE(Contains(ex[2].prompt, ReadAnswer("wrong.cc")));
-  EXPECT_TRUE(Contains(ex[2].prompt, "- attempt 1 (functional): compile_error"));
+  // The memory's line is the compiler's error line, and the attempt repaired (2) is not in it:
+  // its whole verdict is in the prompt already.
+  EXPECT_TRUE(Contains(ex[2].prompt, "- attempt 1 (functional: compile_error: candidate.cc:")) << ex[2].prompt;
+  EXPECT_FALSE(Contains(ex[2].prompt, "- attempt 2 ")) << ex[2].prompt;
   // The analyst sees (c) and its profile.
   EXPECT_TRUE(Contains(ex[3].prompt, "\"sol_percent\"")) << ex[3].prompt;
   EXPECT_TRUE(Contains(ex[3].prompt, "\"median_ms\""));
@@ -1258,5 +1261,33 @@ TEST_F(ForgeLoopTest, GivenAFasterCandidateItBecomesTheBestOnlyThroughConfirmati
   ExpectArtifacts(w, s->run_id, attempts);
 }
 
+
+// Issue 12, fix 8: the memory's line for a failed attempt is its error, not 200 characters of
+// a temporary path.
+TEST(FailureSummaryTest, GivenACompilerMessageItKeepsTheErrorLineWithTheFileNameOnly) {
+  const std::string message =
+      "compile error (g++ exited with code 1)\n"
+      "/tmp/kforge-compile-Ab12Cd/build/candidate.cc: In function 'void kf_run(const float*, float*)':\n"
+      "/tmp/kforge-compile-Ab12Cd/build/candidate.cc:12:5: error: 'local' was not declared in this scope\n"
+      "   12 |     local[i] = x;\n";
+  EXPECT_EQ(FailureSummary(message, 240), "candidate.cc:12:5: error: 'local' was not declared in this scope");
+}
+
+TEST(FailureSummaryTest, GivenALongLineItIsCutAtAWordAndSaysSo) {
+  std::string message = "wrong output:";
+  for (int i = 0; i < 40; ++i) message += " mismatch" + std::to_string(i);
+  std::string s = FailureSummary(message, 100);
+  EXPECT_LE(s.size(), 104u);
+  EXPECT_EQ(s.substr(s.size() - 4), " ...");
+  EXPECT_EQ(s.find("mismatch1 "), std::string("wrong output: mismatch0 ").size()) << s;
+  EXPECT_NE(s[s.size() - 5], 'h');  // not cut inside a word
+}
+
+TEST(FailureSummaryTest, GivenNoErrorWordItTakesTheFirstLine) {
+  EXPECT_EQ(FailureSummary("\n  timed out after 10.0 s\nmore", 240), "timed out after 10.0 s");
+  EXPECT_EQ(FailureSummary("", 240), "");
+}
+
 }  // namespace
 }  // namespace kforge
+
