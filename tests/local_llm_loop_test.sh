@@ -56,8 +56,9 @@ tail -n 20 "$work/err.txt"
 # 0: a correct kernel (the seed counts), 1: none. Anything else is a usage or environment error.
 [ "$rc" -le 1 ] || { echo "FAIL: kforge optimize exited $rc"; cat "$work/err.txt"; exit 1; }
 "$KFORGE" show 1 >"$work/show.txt" || { echo "FAIL: kforge show 1"; exit 1; }
+"$KFORGE" show 1 --json >"$work/show.json" || { echo "FAIL: kforge show 1 --json"; exit 1; }
 
-/usr/bin/python3 - "$KFORGE_WORKSPACE/runs.db" "$before" "$after" "$work/show.txt" <<'PY'
+/usr/bin/python3 - "$KFORGE_WORKSPACE/runs.db" "$before" "$after" "$work/show.txt" "$work/show.json" <<'PY'
 import json, re, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 db.row_factory = sqlite3.Row
@@ -151,6 +152,16 @@ check(m is not None, "kforge show prints no totals")
 if m:
     check((int(m[1]), int(m[2]), int(m[3])) == (len(calls), tin, tout),
           "kforge show totals %s differ from the store's (%d, %d, %d)" % (m.groups(), len(calls), tin, tout))
+# kforge show --json: every recorded call under its attempt, with its whole request and finish.
+shown = json.load(open(sys.argv[5]))
+shown_calls = [c for a in shown["attempts"] for c in a["calls"]]
+numbers = {a["attempt"]["number"] for a in shown["attempts"]}
+placed = [c for c in calls if c["attempt"] in numbers]
+check(len(placed) == len(calls), "%d recorded calls name no attempt" % (len(calls) - len(placed)))
+check(len(shown_calls) == len(placed), "kforge show --json lists %d calls, the store %d" % (len(shown_calls), len(placed)))
+check(all(isinstance(c["request"], dict) and c["request"].get("messages") for c in shown_calls),
+      "kforge show --json: a call without its request's messages")
+check(all(c["finish_reason"] or c["error"] for c in shown_calls), "kforge show --json: a call without a finish reason or error")
 gen_s = sum(c["latency_ms"] for c in calls) / 1000
 print("model time %.1f s, %.1f output tokens/s overall" % (gen_s, tout / gen_s if gen_s else 0))
 if failures:

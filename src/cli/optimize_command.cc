@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "cli/commands.h"
 #include "kforge/llm/session.h"
@@ -120,6 +121,51 @@ int ListRuns() {
   return kExitOk;
 }
 
+// One attempt as JSON: the attempt, its verdict, the calls that produced it (generator) or
+// analysed it (analyst), each with its full request, and the analyst's recommendations for it.
+json AttemptJson(RunStore& store, const RunRow& run, const AttemptRow& a) {
+  auto parsed = [](const std::string& text) {
+    json j = json::parse(text.empty() ? "null" : text, nullptr, false);
+    return j.is_discarded() ? json(text) : j;
+  };
+  json extra = parsed(a.extra_files_json);
+  json out = {{"run", run.id},
+              {"attempt", {{"number", a.number}, {"phase", a.phase}, {"iteration", a.iteration}, {"parent", a.parent},
+                           {"state", a.state}, {"status", a.status}, {"median_ms", a.median_ms}, {"sol_percent", a.sol_percent},
+                           {"params", parsed(a.params_json)}, {"source", a.source},
+                           {"program", extra.is_object() ? extra.value("program", "") : ""}}},
+              {"verdict", parsed(a.verdict_json)},
+              {"calls", json::array()},
+              {"recommendations", json::array()}};
+  Result<std::vector<LlmCallRow>> calls = store.LlmCalls(run.id);
+  for (const LlmCallRow& c : calls.ok() ? *calls : std::vector<LlmCallRow>{}) {
+    if (c.attempt != a.number) continue;
+    out["calls"].push_back({{"agent", c.agent}, {"role", c.agent == "analyst" ? "analysed this attempt" : "produced this attempt"},
+                            {"model", c.model}, {"request", parsed(c.prompt_json)}, {"response", c.response_text},
+                            {"finish_reason", c.finish_reason}, {"input_tokens", c.input_tokens},
+                            {"output_tokens", c.output_tokens}, {"cached_tokens", c.cached_tokens}, {"cost_usd", c.cost_usd},
+                            {"latency_ms", c.latency_ms}, {"request_id", c.request_id}, {"error", c.error},
+                            {"created_at", c.created_at}});
+  }
+  Result<std::vector<RecommendationRow>> recs = store.Recommendations(run.id);
+  for (const RecommendationRow& r : recs.ok() ? *recs : std::vector<RecommendationRow>{})
+    if (r.attempt == a.number) out["recommendations"].push_back({{"source", r.source}, {"recommendation", parsed(r.json)}});
+  return out;
+}
+
+// The last user message of a recorded request, for the text view.
+std::string LastUserText(const json& request) {
+  std::string text;
+  for (const json& m : request.is_object() ? request.value("messages", json::array()) : json::array()) {
+    if (!m.is_object() || m.value("role", "") != "user") continue;
+    text.clear();
+    if (m.contains("content") && m["content"].is_string()) text = m["content"].get<std::string>();
+    for (const json& part : m.value("parts", json::array()))
+      if (part.is_object() && part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
 int Show(const LoopFlags& f) {
   Result<std::unique_ptr<RunStore>> store = OpenStore();
   if (!store.ok()) { fmt::print(stderr, "kforge show: {}\n", store.status().message()); return kExitEnvironment; }
@@ -128,23 +174,51 @@ int Show(const LoopFlags& f) {
   if (f.attempt > 0) {
     Result<AttemptRow> a = (*store)->GetAttempt(f.run_id, f.attempt);
     if (!a.ok()) { fmt::print(stderr, "kforge show: {}\n", a.status().message()); return kExitUsage; }
+    json j = AttemptJson(**store, *run, *a);
+    if (f.json) {
+      fmt::print("{}\n", j.dump(1));
+      return kExitOk;
+    }
     fmt::print("attempt {} of run {} ({}, iteration {}, parent {}): {} {}\n", a->number, run->id, a->phase, a->iteration, a->parent, a->state, a->status);
     if (!a->params_json.empty()) fmt::print("parameters: {}\n", a->params_json);
     fmt::print("--- source ---\n{}\n", a->source);
-    json extra = json::parse(a->extra_files_json.empty() ? "{}" : a->extra_files_json, nullptr, false);
-    if (extra.contains("program")) fmt::print("--- program ---\n{}\n", extra["program"].get<std::string>());
-    json v = json::parse(a->verdict_json.empty() ? "{}" : a->verdict_json, nullptr, false);
-    fmt::print("--- verdict ---\n{}\n", f.json ? v.dump(1) : v.value("message", ""));
-    if (!f.json) fmt::print("{}", DescribePrecision(v.value("precision", json::object()), ""));
-    if (!f.json)
+    if (const std::string program = j["attempt"]["program"].get<std::string>(); !program.empty())
+      fmt::print("--- program ---\n{}\n", program);
+    const json& v = j["verdict"];
+    fmt::print("--- verdict ---\n{}\n", v.is_object() ? v.value("message", "") : "");
+    if (v.is_object()) {
+      if (const std::string out = v.value("compiler_output", ""); !out.empty())
+        fmt::print("--- compiler output (last 40 lines) ---\n{}\n", TailLines(out, 40, 8000));
+      fmt::print("{}", DescribePrecision(v.value("precision", json::object()), ""));
       for (const json& c : v.value("confirmed", json::array())) fmt::print("confirmed {}\n", Confirmation::FromJson(c).Summary());
-    Result<std::vector<LlmCallRow>> calls = (*store)->LlmCalls(f.run_id);
-    for (const LlmCallRow& c : calls.ok() ? *calls : std::vector<LlmCallRow>{}) {
-      if (c.attempt != a->number) continue;
-      fmt::print("--- {} call ({}; {} in / {} out tokens; ${:.4f}; {:.0f} ms{}) ---\n", c.agent, c.model, c.input_tokens, c.output_tokens, c.cost_usd, c.latency_ms, c.error.empty() ? "" : "; error: " + c.error);
-      if (f.json) fmt::print("prompt: {}\n", c.prompt_json);
-      fmt::print("{}\n", c.response_text);
     }
+    for (const json& c : j["calls"]) {
+      fmt::print("--- {} call, {} ({}; {} in / {} out tokens; ${:.4f}; {:.0f} ms; finish {}{}) ---\n", c["agent"].get<std::string>(),
+                 c["role"].get<std::string>(), c["model"].get<std::string>(), c["input_tokens"].get<int64_t>(),
+                 c["output_tokens"].get<int64_t>(), c["cost_usd"].get<double>(), c["latency_ms"].get<double>(),
+                 c["finish_reason"].get<std::string>().empty() ? "-" : c["finish_reason"].get<std::string>(),
+                 c["error"].get<std::string>().empty() ? "" : "; error: " + c["error"].get<std::string>());
+      fmt::print("prompt (last user message; --json has the whole request):\n{}\n", LastUserText(c["request"]));
+      fmt::print("answer:\n{}\n", c["response"].get<std::string>());
+    }
+    for (const json& r : j["recommendations"]) fmt::print("recommendation ({}): {}\n", r["source"].get<std::string>(), r["recommendation"].dump());
+    return kExitOk;
+  }
+  if (f.json) {
+    Result<RunTotals> t = (*store)->Totals(run->id);
+    json out = {{"run", {{"id", run->id}, {"problem", run->problem}, {"backend", run->backend}, {"model", run->model},
+                         {"status", run->status}, {"stop_reason", run->stop_reason}, {"created_at", run->created_at},
+                         {"seed_ms", run->seed_ms}, {"best_ms", run->best_ms}, {"best_attempt", run->best_attempt},
+                         {"config", json::parse(run->config_json, nullptr, false)}}},
+                {"attempts", json::array()}};
+    if (t.ok())
+      out["totals"] = {{"attempts", t->attempts}, {"correct", t->correct}, {"llm_calls", t->llm_calls},
+                       {"input_tokens", t->input_tokens}, {"output_tokens", t->output_tokens}, {"cost_usd", t->cost_usd},
+                       {"stage_seconds", t->stage_seconds}};
+    Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
+    for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{})
+      out["attempts"].push_back(AttemptJson(**store, *run, a));
+    fmt::print("{}\n", out.dump(1));
     return kExitOk;
   }
   Result<RunTotals> t = (*store)->Totals(run->id);
@@ -263,7 +337,7 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   CLI::App* show = app.add_subcommand("show", "Show a run, or one attempt with its prompts and verdict");
   show->add_option("run", f->run_id, "Run id")->required();
   show->add_option("--attempt", f->attempt, "Attempt number");
-  show->add_flag("--json", f->json, "Full verdict and prompts as JSON");
+  show->add_flag("--json", f->json, "As one JSON object: the run with every attempt, or the attempt with its verdict, calls (full requests) and recommendations");
   show->callback([f, exit_code] { *exit_code = Show(*f); });
 }
 
