@@ -1000,9 +1000,11 @@ Status Evaluation::Baselines() {
 Status Evaluation::StartPython() {
   pytorch_ = problem_.format == ProblemFormat::kPyTorch;
   if (!pytorch_ && !python_candidate_) return Status::Ok();
-  // The warm worker the Python jobs will use imports PyTorch while the probe runs and the
-  // candidate compiles (its sandbox does not depend on the device the probe finds).
-  PrewarmPythonWorker(runner_, PythonJob("candidate"), PythonLimits());
+  // The warm worker a Python candidate's jobs will use imports PyTorch while the probe runs and
+  // the candidate compiles (its sandbox does not depend on the device the probe finds). A native
+  // candidate on a PyTorch problem may need no Python job at all (references and baselines
+  // kept): its first Python job, if any, starts the worker.
+  if (python_candidate_) PrewarmPythonWorker(runner_, PythonJob("candidate"), PythonLimits());
   KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_));
   if (py_probe_.contains("error")) return Status::Unavailable(py_probe_["error"].get<std::string>());
   // Native GPU backends and GPU-minded Python backends run the Python side on the GPU.
