@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 const fs::path kData = KFORGE_EVAL_TESTDATA;
 const fs::path kZygote = kData / "zygote";
 const fs::path kGemm = kData / "kernelbench" / "12_Gemm_Multiply_LeakyReLU.py";
+// The honest ModelNew the traces' candidates end with (they exec it as model.py).
+const fs::path kHonest = kData / "kernelbench" / "candidates" / "12_torch_ops.py";
 
 class PythonZygoteTest : public ::testing::Test {
  protected:
@@ -40,7 +42,8 @@ class PythonZygoteTest : public ::testing::Test {
       if (line.rfind("processes:", 0) == 0 && line.find("own PID") == std::string::npos)
         GTEST_SKIP() << "no PID namespace here (" << line << "): jobs run cold";
   }
-  // One candidate job (set 0 of problem 12 at 16x64x32, checked once, not timed) on the CPU.
+  // One candidate job (set 0 of problem 12 at 16x64x32, checked once, not timed) on the CPU;
+  // "model.py" is the honest candidate.
   WorkerRun Job(const std::string& candidate, double wall_seconds = 300) {
     nlohmann::json set = {{"seed", 7}, {"magnitude", 1.0},
                           {"overrides", {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}}},
@@ -49,7 +52,8 @@ class PythonZygoteTest : public ::testing::Test {
                           {"candidate", "candidate.py"}, {"entry", "ModelNew"},
                           {"problem", {{"kind", "kernelbench"}, {"module", "problem.py"}}}};
     PythonJobFiles files;
-    files.copies = {{"candidate.py", kZygote / candidate}, {"model.py", kZygote / "model.py"}, {"problem.py", kGemm}};
+    files.copies = {{"candidate.py", candidate == "model.py" ? kHonest : kZygote / candidate}, {"model.py", kHonest},
+                    {"problem.py", kGemm}};
     Limits limits;
     limits.address_space_bytes = 0;
     limits.cpu_seconds = 0;
