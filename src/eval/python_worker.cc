@@ -1,7 +1,5 @@
 #include "eval/python_worker.h"
 
-#include "eval/python_zygote.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 
 #include "base/files.h"
 #include "base/stats.h"
+#include "eval/python_zygote.h"
 #include "kforge/verdict.h"
 
 namespace kforge {
@@ -134,6 +133,20 @@ std::string TorchDevice(const json& probe, bool want_gpu, int device) {
   return want_gpu && gpu ? "cuda:" + std::to_string(device) : "cpu";
 }
 
+ProcessSpec PythonJobSpec(const json& job, const Limits& limits, const fs::path& dir) {
+  ProcessSpec spec;
+  spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "run", dir.string()};
+  spec.cwd = dir;
+  const std::string mode = job.value("mode", "");
+  SetPythonEnv(dir, mode, &spec);
+  // The device lock (docs/python-worker.md) must be reachable even with the cache below /tmp.
+  if (const std::string lock = job.value("lock_file", ""); !lock.empty())
+    spec.readable_paths.push_back(fs::path(lock).parent_path());
+  spec.limits = limits;
+  if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
+  return spec;
+}
+
 Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& files, const Limits& limits, fs::path* job_dir,
                                      const fs::path& parent) {
   fs::path dir;
@@ -155,17 +168,7 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
   for (const auto& [name, bytes] : files.blobs)
     KF_RETURN_IF_ERROR(WriteFile(dir / name, bytes.data(), bytes.size()));
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", job.dump(1)));
-  ProcessSpec spec;
-  spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "run", dir.string()};
-  spec.cwd = dir;
-  const std::string mode = job.value("mode", "");
-  SetPythonEnv(dir, mode, &spec);
-  // The device lock (docs/python-worker.md) must be reachable even with the cache below /tmp.
-  if (const std::string lock = job.value("lock_file", ""); !lock.empty())
-    spec.readable_paths.push_back(fs::path(lock).parent_path());
-  spec.limits = limits;
-  if (mode == "baseline") spec.limits.sandbox_uid = kBaselineUid;
-  return spec;
+  return PythonJobSpec(job, limits, dir);
 }
 
 WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {

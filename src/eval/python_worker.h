@@ -46,9 +46,11 @@ struct PythonJobFiles {
   std::map<std::string, std::string> blobs;
 };
 
+// The command that runs the worker on the job in folder `dir`, with its environment, readable
+// and writable paths (its compile caches, made if missing) and limits; writes nothing into `dir`.
+ProcessSpec PythonJobSpec(const nlohmann::json& job, const Limits& limits, const std::filesystem::path& dir);
 // Writes job.json and the files into a fresh folder (under `parent` when given, else a new
-// temporary one) and returns the command that runs the worker there, with its environment,
-// readable and writable paths and limits.
+// temporary one) and returns PythonJobSpec for it.
 Result<ProcessSpec> PreparePythonJob(const nlohmann::json& job, const PythonJobFiles& files, const Limits& limits,
                                      std::filesystem::path* job_dir, const std::filesystem::path& parent = {});
 // A prepared job's outcome once its worker ended as `process` says: stage, result.json,

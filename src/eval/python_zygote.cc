@@ -167,7 +167,6 @@ void PythonZygote::OnStdout(std::string_view chunk) {
     json j = json::parse(line.substr(space + 1), nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;
     if (kind == "ready") {
-      info_ = j;
       ready_ = true;
     } else if (kind == "error") {
       error_ = j.value("message", "an unnamed error");
@@ -401,16 +400,13 @@ namespace {
 // The sandbox of the zygote that serves `job`: that of a candidate job of the same user (its
 // compile caches writable), for a reference job too, so that both share one zygote; the device
 // locks' folder readable. Jobs of the baseline user get the baseline's sandbox.
-Result<ProcessSpec> ZygoteSandbox(const json& job, const Limits& limits) {
+ProcessSpec ZygoteSandbox(const json& job, const Limits& limits) {
   json like_job = job;
   if (job.value("mode", "") != "baseline") like_job["mode"] = "candidate";
   like_job.erase("lock_file");
-  fs::path probe_dir;
-  Result<ProcessSpec> like = PreparePythonJob(like_job, PythonJobFiles{}, limits, &probe_dir);
-  std::error_code ec;
-  if (!probe_dir.empty()) fs::remove_all(probe_dir, ec);
-  if (!like.ok()) return like;
-  if (fs::path locks = DeviceLockPath("x").parent_path(); !locks.empty()) like->readable_paths = {locks};
+  // Its folder is named, never made: only the rebased parts of the environment depend on it.
+  ProcessSpec like = PythonJobSpec(like_job, limits, "/nonexistent/kforge-zygote-job");
+  if (fs::path locks = DeviceLockPath("x").parent_path(); !locks.empty()) like.readable_paths = {locks};
   return like;
 }
 
@@ -426,9 +422,8 @@ std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json
   if (!WarmPythonWorkersEnabled() || !runner.IsSandbox() || job.value("await_sets", false)) return std::nullopt;
   if (job.value("interpret", false) && PreloadTriton()) return std::nullopt;
   if (!limits.isolate_processes || !limits.private_filesystem) return std::nullopt;
-  Result<ProcessSpec> like = ZygoteSandbox(job, limits);
-  if (!like.ok()) return std::nullopt;
-  Pool::Entry* entry = Acquire(*like);
+  const ProcessSpec like = ZygoteSandbox(job, limits);
+  Pool::Entry* entry = Acquire(like);
   if (!entry) return std::nullopt;
   PythonZygote& z = *entry->zygote;
   z.ClearRoot();
@@ -436,8 +431,8 @@ std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json
   std::error_code ec;
   Result<ProcessSpec> spec = PreparePythonJob(job, files, limits, &dir, z.root());
   // A job that needs a folder the zygote's sandbox does not show runs cold.
-  if (!spec.ok() || !Within(spec->writable_paths, like->writable_paths) ||
-      !Within(spec->readable_paths, like->readable_paths) ||
+  if (!spec.ok() || !Within(spec->writable_paths, like.writable_paths) ||
+      !Within(spec->readable_paths, like.readable_paths) ||
       (geteuid() == 0 && spec->limits.drop_privileges && chown(dir.c_str(), spec->limits.sandbox_uid, 65534) != 0)) {
     if (!dir.empty()) fs::remove_all(dir, ec);
     Release(entry);
@@ -451,16 +446,15 @@ std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json
 
 void PrewarmPythonWorker(ProcessRunner& runner, const json& job, const Limits& limits) {
   if (!WarmPythonWorkersEnabled() || !runner.IsSandbox()) return;
-  Result<ProcessSpec> like = ZygoteSandbox(job, limits);
-  if (!like.ok()) return;
+  const ProcessSpec like = ZygoteSandbox(job, limits);
   {
     Pool& pool = ThePool();
     std::lock_guard<std::mutex> lock(pool.mu);
-    const std::string key = PoolKey(*like);
+    const std::string key = PoolKey(like);
     for (auto& e : pool.entries)
       if (e->key == key) return;  // one is there or on its way
   }
-  std::thread([like = *like] {
+  std::thread([like] {
     if (Pool::Entry* entry = Acquire(like)) Release(entry);
   }).detach();
 }

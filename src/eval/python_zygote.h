@@ -54,8 +54,6 @@ class PythonZygote {
   ProcessResult Run(const ProcessSpec& spec, const std::filesystem::path& dir);
   // False once the zygote has ended or said it cannot go on.
   bool usable() const;
-  // What it said when ready: {"python", "torch", "triton", "import_seconds"}.
-  const nlohmann::json& info() const { return info_; }
 
  private:
   PythonZygote() = default;
@@ -71,7 +69,6 @@ class PythonZygote {
   std::condition_variable cv_;
   std::string partial_;
   std::map<std::string, nlohmann::json> done_;
-  nlohmann::json info_;
   std::string error_;
   bool ready_ = false, ended_ = false, unusable_ = false;
   ProcessResult final_;

@@ -679,12 +679,6 @@ Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start, in
   return false;
 }
 
-// The first line of an error message, at most 300 bytes: for a progress line.
-std::string FirstLine(const std::string& message) {
-  std::string line = message.substr(0, message.find('\n'));
-  return line.size() > 300 ? line.substr(0, 297) + "..." : line;
-}
-
 // `best` is a copy: CallModel reloads the attempts, which would leave a reference dangling.
 Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   json verdict = json::parse(best.verdict_json, nullptr, false);
@@ -722,7 +716,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     for (int round = 0; round < 2; ++round) {
       Result<std::string> called = CallModel(*deps_.analyst, req, "analyst", best.number);
       if (!called.ok()) {
-        Progress("optimize", best, "analyst: the model call failed (" + FirstLine(called.status().message()) +
+        Progress("optimize", best, "analyst: the model call failed (" + FailureSummary(called.status().message(), 300) +
                                        "); using the rules' recommendation");
         break;
       }
