@@ -86,6 +86,7 @@ Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {
   llm::ChatRequest req;
   req.system = system;
   req.messages.push_back(llm::Message::User(user));
+  req.files = c.previous_files;
   return req;
 }
 

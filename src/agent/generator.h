@@ -18,6 +18,9 @@ struct GenerationContext {
   std::string backend;
   std::string task;              // "first", "repair", "optimize"
   std::string previous;          // previous candidate (main file + program file), or empty
+  // The previous candidate's files, for clients that work on files (exec:); the text above
+  // already holds them for the others.
+  std::vector<llm::RequestFile> previous_files;
   std::string verdict_status;    // of the previous candidate
   std::string verdict_feedback;  // VerdictFeedback() of it
   std::string recommendation;    // the analyst's latest, as text

@@ -287,7 +287,7 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   CLI::App* opt = app.add_subcommand("optimize", "Forge a fast verified kernel for a problem (LLM agents, or the offline tuner)");
   opt->add_option("problem", f->options.problem, "Problem name, folder or problem.toml")->required();
   opt->add_option("--backend,-b", f->options.backend, "Backend: cpp or opencl (default cpp)");
-  opt->add_option("--llm", f->options.model, "Model, e.g. openai:gpt-5, anthropic:claude-opus-4-6 (docs/llm.md); none = offline");
+  opt->add_option("--llm", f->options.model, "Model, e.g. openai:gpt-5, anthropic:claude-opus-4-6, or a coding-agent CLI exec:NAME (docs/llm.md); none = offline");
   opt->add_option("--analyst-llm", f->options.analyst_model, "Model for the performance analyst (default: --llm)");
   opt->add_option("--llm-config", f->llm_config, "LLM config file (default $KFORGE_LLM_CONFIG)");
   opt->add_option("--instructions", f->options.instructions, "Extra instructions for the generation agent");

@@ -2,11 +2,14 @@
 #include "kforge/llm/config.h"
 
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
+
+#include "llm/exec.h"
 
 namespace kforge::llm {
 
@@ -211,6 +214,25 @@ class TableReader {
     return Status::Ok();
   }
 
+  // An array of strings.
+  Status ReadStrings(std::string_view key, std::optional<std::vector<std::string>>* out) {
+    seen_.emplace_back(key);
+    const toml::node* node = table_.get(key);
+    if (!node) return Status::Ok();
+    const toml::array* array = node->as_array();
+    std::vector<std::string> values;
+    for (size_t i = 0; array && i < array->size(); ++i) {
+      std::optional<std::string> value = array->get(i)->value<std::string>();
+      if (!value) break;
+      values.push_back(std::move(*value));
+    }
+    if (!array || values.size() != array->size()) {
+      return Error(key, "has the wrong type (expected an array of strings)");
+    }
+    *out = std::move(values);
+    return Status::Ok();
+  }
+
   Status ReadSeconds(std::string_view key, std::optional<milliseconds>* out) {
     std::optional<double> seconds;
     KF_RETURN_IF_ERROR(Read(key, &seconds));
@@ -400,12 +422,71 @@ Status ReadTopLevel(const toml::table& root, std::string_view origin, LlmConfig*
   reader.Skip("providers");
   reader.Skip("models");
   reader.Skip("roles");
+  reader.Skip("exec");
   KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
   config->default_model = default_model.value_or("");
   config->prices_file = prices.value_or("");
   config->transcript = transcript.value_or("");
   config->cache_dir = cache_dir.value_or("");
   config->budget_usd = budget;
+  return Status::Ok();
+}
+
+// Applies the keys of one [exec.NAME] table to `settings` (which holds the defaults).
+Status ReadExecKeys(TableReader& reader, const std::filesystem::path& base, ExecSettings* settings) {
+  std::optional<std::vector<std::string>> command, passthrough;
+  std::optional<milliseconds> timeout;
+  std::optional<std::string> cwd, root;
+  std::optional<bool> keep, stdin_prompt;
+  std::optional<int> concurrency;
+  KF_RETURN_IF_ERROR(reader.ReadStrings("command", &command));
+  KF_RETURN_IF_ERROR(reader.ReadSeconds("timeout_s", &timeout));
+  KF_RETURN_IF_ERROR(reader.Read("cwd", &cwd));
+  KF_RETURN_IF_ERROR(reader.ReadPath("workdir_root", base, &root));
+  KF_RETURN_IF_ERROR(reader.Read("keep_workdir", &keep));
+  KF_RETURN_IF_ERROR(reader.Read("stdin_prompt", &stdin_prompt));
+  KF_RETURN_IF_ERROR(reader.ReadStrings("env_passthrough", &passthrough));
+  KF_RETURN_IF_ERROR(ReadInt(reader, "max_concurrency", &concurrency));
+  KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
+  if (!command || command->empty() || command->front().empty()) {
+    return reader.Error("command", "must be set to the program and its arguments, e.g. "
+                                   "[\"claude\", \"-p\"] (see docs/llm.md, \"Coding-agent CLIs\")");
+  }
+  if (Status placeholders = CheckExecCommand(*command); !placeholders.ok()) {
+    return reader.Error("command", placeholders.message());
+  }
+  if (concurrency && *concurrency < 1) return reader.Error("max_concurrency", "must be at least 1");
+  settings->command = *command;
+  if (timeout) settings->timeout = *timeout;
+  if (cwd && *cwd != "workdir" && *cwd != "current") {
+    settings->cwd = (base / *cwd).lexically_normal().string();
+  } else if (cwd) {
+    settings->cwd = *cwd;
+  }
+  if (root) settings->workdir_root = *root;
+  settings->keep_workdir = keep.value_or(false);
+  settings->stdin_prompt = stdin_prompt.value_or(false);
+  if (passthrough) settings->env_passthrough = *passthrough;
+  if (concurrency) settings->max_concurrency = *concurrency;
+  return Status::Ok();
+}
+
+// [exec.NAME]: a coding-agent CLI or script that stands in for a model.
+Status ReadExec(const toml::node* node, std::string_view origin, const std::filesystem::path& base,
+                std::map<std::string, ExecSettings>* out) {
+  if (!node) return Status::Ok();
+  const toml::table* table = node->as_table();
+  if (!table) return ConfigError(origin, "exec must be a table");
+  for (const auto& [key, value] : *table) {
+    std::string name(key.str());
+    const toml::table* entry = value.as_table();
+    if (!entry) return ConfigError(origin, "exec." + name + " must be a table");
+    TableReader reader(*entry, "exec." + name, origin);
+    ExecSettings settings;
+    settings.name = "exec:" + name;
+    KF_RETURN_IF_ERROR(ReadExecKeys(reader, base, &settings));
+    (*out)[name] = std::move(settings);
+  }
   return Status::Ok();
 }
 
@@ -416,6 +497,7 @@ Status ReadAll(const toml::table& root, std::string_view origin, LlmConfig* conf
     KF_RETURN_IF_ERROR(ReadRetry(*retry->as_table(), origin, &config->retry));
   }
   KF_RETURN_IF_ERROR(ReadRoles(root.get("roles"), origin, &config->roles));
+  KF_RETURN_IF_ERROR(ReadExec(root.get("exec"), origin, config->base_dir, &config->exec));
   KF_RETURN_IF_ERROR(ReadOverrides(root.get("providers"), "providers", origin, config->base_dir,
                                    &config->providers));
   for (const auto& [name, o] : config->providers) {
@@ -440,7 +522,49 @@ Result<ProviderSettings> ResolveNamed(const std::string& name, const SettingsOve
   return settings;
 }
 
+// "exec:<path>" without an [exec] entry: the program itself, given the prompt and the answer
+// folder.
+Result<ExecSettings> ExecFromPath(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || access(path.c_str(), X_OK) != 0) {
+    return ConfigError("model", "exec:" + path +
+                                    ": no such executable file; name an [exec.<name>] entry of "
+                                    "the config or an executable program (chmod +x)");
+  }
+  ExecSettings settings;
+  settings.name = "exec:" + path;
+  settings.command = {path, "{prompt}", "{out}"};
+  return settings;
+}
+
 }  // namespace
+
+bool IsExecModel(std::string_view model) { return model.rfind("exec:", 0) == 0; }
+
+Result<ExecSettings> ResolveExec(std::string_view model, const LlmConfig& config) {
+  std::string name(model.substr(std::min<size_t>(model.size(), 5)));
+  if (auto it = config.exec.find(name); it != config.exec.end()) return it->second;
+  if (name.find('/') != std::string::npos) return ExecFromPath(name);
+  std::string known;
+  for (const auto& [entry, settings] : config.exec) known += (known.empty() ? "" : ", ") + entry;
+  std::string known_part = known.empty() ? "none configured" : "configured: " + known;
+  return ConfigError("model", "exec:" + name + " is neither an [exec." + name +
+                                  "] entry of the LLM config (--llm-config or KFORGE_LLM_CONFIG; " +
+                                  known_part + ") nor a path to a program (one with a '/')");
+}
+
+std::vector<std::string> ApiKeyEnvNames(const LlmConfig& config) {
+  std::vector<std::string> names = {"GOOGLE_API_KEY"};
+  for (const Preset& preset : kPresets) {
+    if (!preset.key_env.empty()) names.emplace_back(preset.key_env);
+  }
+  for (const auto* section : {&config.providers, &config.models}) {
+    for (const auto& [name, o] : *section) {
+      if (o.api_key_env && !o.api_key_env->empty()) names.push_back(*o.api_key_env);
+    }
+  }
+  return names;
+}
 
 Result<LlmConfig> ParseLlmConfig(std::string_view toml_text, std::string_view origin,
                                  const std::filesystem::path& base_dir) {

@@ -100,7 +100,7 @@ struct KindInfo {
   bool retryable;
 };
 
-constexpr std::array<KindInfo, 20> kKinds = {{
+constexpr std::array<KindInfo, 21> kKinds = {{
     {LlmErrorKind::kNone, "", StatusCode::kOk, false},
     {LlmErrorKind::kAuth, "auth", StatusCode::kInvalidArgument, false},
     {LlmErrorKind::kPermissionDenied, "permission_denied", StatusCode::kInvalidArgument, false},
@@ -121,6 +121,7 @@ constexpr std::array<KindInfo, 20> kKinds = {{
     {LlmErrorKind::kReplayExhausted, "replay_exhausted", StatusCode::kNotFound, false},
     {LlmErrorKind::kBudgetExceeded, "budget_exceeded", StatusCode::kUnavailable, false},
     {LlmErrorKind::kConfig, "config", StatusCode::kInvalidArgument, false},
+    {LlmErrorKind::kCommandFailed, "command_failed", StatusCode::kUnavailable, false},
 }};
 
 const KindInfo& InfoOf(LlmErrorKind kind) {

@@ -160,6 +160,13 @@ void RegisterSecret(const Secret& secret) {
   registry.secrets.push_back(secret.Reveal());
 }
 
+bool ContainsSecret(std::string_view text) {
+  for (const std::string& secret : RegisteredSecrets()) {
+    if (text.find(secret) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 std::string Redact(std::string_view text) {
   std::vector<std::string> secrets = RegisteredSecrets();
   std::string out(text);

@@ -6,9 +6,11 @@
 #include <mutex>
 #include <random>
 
+#include "base/subprocess.h"
 #include "kforge/llm/secrets.h"
 #include "llm/cache.h"
 #include "llm/client.h"
+#include "llm/exec.h"
 #include "llm/limiter.h"
 #include "llm/replay.h"
 #include "llm/transcript.h"
@@ -31,6 +33,20 @@ struct LlmSession::Shared {
         limiters[settings.provider + "|" + settings.base_url];
     if (!limiter) limiter = std::make_shared<ConcurrencyLimiter>(settings.max_concurrency);
     return limiter;
+  }
+
+  std::shared_ptr<ProcessRunner> Runner() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!deps.runner) deps.runner = NewSandboxRunner();
+    return deps.runner;
+  }
+
+  // "exec:NAME": the command, given no key and never cached (its answers are not repeatable).
+  Result<std::unique_ptr<LlmClient>> NewExec(std::string_view model) {
+    KF_ASSIGN_OR_RETURN(ExecSettings settings, ResolveExec(model, config));
+    ExecEnv env{Runner(),           deps.clock, ledger, deps.log, ProcessEnvironment(),
+                ApiKeyEnvNames(config)};
+    return NewExecClient(std::move(settings), std::move(env));
   }
 };
 
@@ -91,6 +107,12 @@ LlmSession::LlmSession(std::shared_ptr<Shared> shared) : shared_(std::move(share
 LlmSession::~LlmSession() = default;
 
 Result<std::unique_ptr<LlmClient>> LlmSession::NewClient(std::string_view model) {
+  std::string_view name = model.empty() ? std::string_view(shared_->config.default_model) : model;
+  if (IsExecModel(name)) {
+    KF_ASSIGN_OR_RETURN(std::unique_ptr<LlmClient> client, shared_->NewExec(name));
+    if (!shared_->transcript) return client;
+    return NewRecordingClient(std::move(client), shared_->transcript, shared_->deps.log);
+  }
   KF_ASSIGN_OR_RETURN(ProviderSettings settings, ResolveModel(model, shared_->config));
   std::unique_ptr<LlmClient> client;
   const LlmDeps& deps = shared_->deps;

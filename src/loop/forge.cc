@@ -633,6 +633,16 @@ std::string CandidateText(const AttemptRow& a) {
   return s;
 }
 
+// The candidate's files as the loop writes them (candidate<ext>, and its sibling program), for
+// clients that work on files (exec: copies them into the command's input folder).
+std::vector<llm::RequestFile> CandidateFiles(const AttemptRow& a, const std::string& backend, const BackendInfo& info) {
+  std::vector<llm::RequestFile> files = {{"candidate" + MainExtension(backend), a.source}};
+  json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
+  if (extra.is_object() && extra.contains("program") && info.sibling_extension)
+    files.push_back({std::string("candidate") + info.sibling_extension, extra["program"].get<std::string>()});
+  return files;
+}
+
 // Asks the model, extracts the candidate (asking once more when the answer was cut off or had
 // no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
 Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
@@ -666,6 +676,7 @@ Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start, in
     GenerationContext ctx = BaseContext(previous.number > 0 ? "repair" : "first", previous.number);
     if (previous.number > 0) {
       ctx.previous = CandidateText(previous);
+      ctx.previous_files = CandidateFiles(previous, options_.backend, *backend_);
       json v = json::parse(previous.verdict_json, nullptr, false);
       ctx.verdict_status = previous.status;
       ctx.verdict_feedback = v.is_object() ? VerdictFeedback(v) : "";
@@ -707,6 +718,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     llm::ChatRequest req;
     req.system = system;
     req.messages.push_back(llm::Message::User(user));
+    req.files = CandidateFiles(best, options_.backend, *backend_);
     ApplyRole(options_.analyst_llm, &req.options);
     // An answer that does not parse (cut off at the cap, prose, broken JSON) is re-asked once
     // with the reason; then the rules' recommendation is used, and the progress line says so.
@@ -753,6 +765,7 @@ Status ForgeRun::Optimize() {
     }
     GenerationContext ctx = BaseContext("optimize", best.number);
     ctx.previous = CandidateText(best);
+    ctx.previous_files = CandidateFiles(best, options_.backend, *backend_);
     ctx.verdict_status = best.status;
     json bv = json::parse(best.verdict_json, nullptr, false);
     ctx.verdict_feedback = bv.is_object() ? VerdictFeedback(bv) : "";

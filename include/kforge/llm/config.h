@@ -12,6 +12,8 @@
 //                                           "local:qwen2.5-coder-1.5b" (http://127.0.0.1:8089/v1)
 //   "local:qwen2.5-coder-1.5b@http://127.0.0.1:9000/v1"   that server on another port
 //   "local-qwen"                            a [models.local-qwen] entry of the config file
+//   "exec:claude"                           a coding-agent CLI: the [exec.claude] command
+//   "exec:/path/to/script"                  a program run as <path> {prompt} {out} (exec.h)
 // The config file format and every key are documented in docs/llm.md.
 //
 // Thread-safety: plain values and pure functions.
@@ -104,12 +106,31 @@ struct RoleSettings {
   std::optional<int64_t> seed;
 };
 
+// A command that stands in for a model ("exec:NAME", [exec.NAME] in the config; exec.h says
+// what kforge does with it and docs/llm.md, "Coding-agent CLIs (exec:)", how to set one up).
+struct ExecSettings {
+  std::string name;  // "exec:claude", "exec:/path/to/script": how runs and the store name it.
+  // argv; placeholders {prompt} {prompt_json} {input} {out} {workdir} are replaced per call.
+  std::vector<std::string> command;
+  std::chrono::milliseconds timeout{1800000};
+  // Where the command runs: "workdir" (the call's fresh work folder), "current" (kforge's own
+  // working directory) or a folder (relative paths: against the config's folder).
+  std::string cwd = "workdir";
+  std::filesystem::path workdir_root;  // Where work folders are made; empty: the temp folder.
+  bool keep_workdir = false;           // Failed calls always keep theirs.
+  bool stdin_prompt = false;           // Also send prompt.md on the command's stdin.
+  // Variables passed through although kforge would withhold them (API keys, KFORGE_*).
+  std::vector<std::string> env_passthrough;
+  int max_concurrency = 4;  // Calls of this command running at once.
+};
+
 struct LlmConfig {
   std::filesystem::path base_dir;  // Relative paths in the file are resolved against this.
   std::string default_model;       // Used when no --model is given.
   std::map<std::string, SettingsOverride> providers;  // [providers.<preset>]
   std::map<std::string, SettingsOverride> models;     // [models.<name>]
   std::map<std::string, RoleSettings> roles;          // [roles.generator], [roles.analyst]
+  std::map<std::string, ExecSettings> exec;           // [exec.<name>]
   RetryPolicy retry;
   std::string prices_file;           // Empty: the built-in table (src/llm/prices.toml).
   std::string transcript;            // Empty: no recording. Else a JSON Lines file, appended to.
@@ -128,6 +149,16 @@ Result<LlmConfig> LoadLlmConfig(const std::filesystem::path& path);
 // overrides, then the model entry (or the "@url" of the string). An empty string means the
 // config's default_model. On failure returns InvalidArgument tagged [config].
 Result<ProviderSettings> ResolveModel(std::string_view model, const LlmConfig& config);
+
+// True for "exec:..." model strings, which ResolveExec (not ResolveModel) turns into settings.
+bool IsExecModel(std::string_view model);
+// "exec:NAME": the [exec.NAME] entry; "exec:<path>" (a path with a '/') when no entry has that
+// name: <path> {prompt} {out}, the other settings at their defaults. On failure (no such entry,
+// the path is not an executable file) returns InvalidArgument tagged [config].
+Result<ExecSettings> ResolveExec(std::string_view model, const LlmConfig& config);
+// The environment variables that hold API keys for kforge: every preset's, GOOGLE_API_KEY, and
+// each api_key_env of the config's [providers] and [models]. exec: withholds them.
+std::vector<std::string> ApiKeyEnvNames(const LlmConfig& config);
 
 // The model scripts/local-llm serves (see docs/llm.md, "A local model").
 inline constexpr std::string_view kLocalModelName = "qwen2.5-coder-1.5b";

@@ -78,10 +78,20 @@ struct ChatOptions {
   std::vector<std::string> stop;  // Stop sequences.
 };
 
+// A file the request is about (the candidate the prompt repairs or optimizes), for clients that
+// work on files: exec: (exec.h) copies it into the command's input folder. HTTP clients ignore
+// it, since the prompt's text holds the same content; transcripts, replay and the cache leave it
+// out of the request they compare.
+struct RequestFile {
+  std::string name;  // A plain file name ("candidate.cc"): no folder, not "." or "..".
+  std::string content;
+};
+
 struct ChatRequest {
   std::string system;  // Empty: no system prompt.
   std::vector<Message> messages;
   ChatOptions options;
+  std::vector<RequestFile> files = {};  // For exec: only (see RequestFile).
 
   bool HasImages() const;
 };
@@ -150,6 +160,7 @@ enum class LlmErrorKind {
   kReplayExhausted,    // Replay: the transcript has no more exchanges.
   kBudgetExceeded,     // The session's cost budget is spent.
   kConfig,             // Bad model string, config file, or missing key.
+  kCommandFailed,      // exec: the command could not start, failed, or was killed.
 };
 
 // The tag written inside brackets, e.g. "auth", "context_too_long".

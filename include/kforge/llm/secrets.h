@@ -6,7 +6,7 @@
 // and every sink of the LLM layer (error messages, logs, transcripts, the response cache) passes
 // its text through Redact() before it leaves the process or the call.
 //
-// Thread-safety: Secret is a value. LoadApiKey, RegisterSecret and Redact are safe to call from
+// Thread-safety: Secret is a value. LoadApiKey, RegisterSecret, ContainsSecret and Redact are safe to call from
 // many threads at once.
 #ifndef KFORGE_LLM_SECRETS_H_
 #define KFORGE_LLM_SECRETS_H_
@@ -48,6 +48,9 @@ Result<Secret> LoadApiKey(std::string_view env_var, std::string_view key_file, b
 // Adds a key to the process-wide redaction list. Keys shorter than 8 characters are ignored
 // (they would redact ordinary words).
 void RegisterSecret(const Secret& secret);
+
+// True when `text` holds a registered key whole (exec: withholds such environment variables).
+bool ContainsSecret(std::string_view text);
 
 // Returns text with every registered key replaced by "[REDACTED]". Short texts (under 64 KiB,
 // e.g. error messages) also lose any fragment of 8 or more characters of a key, which catches

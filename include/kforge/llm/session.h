@@ -10,7 +10,9 @@
 //   auto answer = (*client)->Complete(request);
 //
 // Each client is a stack: [record to transcript] -> [response cache] -> provider (HTTP with
-// retries, or replay). Layers that the config does not ask for are left out.
+// retries, or replay). Layers that the config does not ask for are left out. An "exec:" model
+// (a coding-agent CLI, src/llm/exec.h) is [record to transcript] -> the command: never cached,
+// and given no key.
 //
 // Thread-safety: NewClient and ledger() are safe from many threads. Clients stay valid after the
 // session is destroyed (they share its state).
@@ -28,6 +30,10 @@
 #include "kforge/llm/transport.h"
 #include "kforge/status.h"
 
+namespace kforge {
+class ProcessRunner;
+}
+
 namespace kforge::llm {
 
 // The seams. Every field may be left empty for the real thing.
@@ -36,6 +42,8 @@ struct LlmDeps {
   Clock* clock = nullptr;                     // Default: SystemClock(). Must outlive clients.
   std::function<double()> random01;           // Uniform in [0, 1) for jitter. Default: seeded.
   std::function<void(std::string_view)> log;  // One line per call. Default: stderr.
+  // Runs exec: commands. Default: NewSandboxRunner() (base/subprocess.h), made on first use.
+  std::shared_ptr<ProcessRunner> runner;
 };
 
 class LlmSession {
@@ -47,8 +55,9 @@ class LlmSession {
   ~LlmSession();
 
   // A client for a model string or a [models] name (see config.h); "" = default_model.
-  // Loads the key (secrets.h). Errors: tagged [config] for a bad string, an unknown name or
-  // a missing key; IoError/InvalidArgument when "replay:" names an unreadable transcript.
+  // Loads the key (secrets.h), except for "exec:" models. Errors: tagged [config] for a bad
+  // string, an unknown name, a missing key or an unknown exec: command; IoError/InvalidArgument
+  // when "replay:" names an unreadable transcript.
   Result<std::unique_ptr<LlmClient>> NewClient(std::string_view model);
 
   const UsageLedger& ledger() const;
