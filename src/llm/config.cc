@@ -433,7 +433,8 @@ Status ReadTopLevel(const toml::table& root, std::string_view origin, LlmConfig*
 }
 
 // Applies the keys of one [exec.NAME] table to `settings` (which holds the defaults).
-Status ReadExecKeys(TableReader& reader, const std::filesystem::path& base, ExecSettings* settings) {
+Status ReadExecKeys(TableReader& reader, const std::filesystem::path& base,
+                    ExecSettings* settings) {
   std::optional<std::vector<std::string>> command, passthrough;
   std::optional<milliseconds> timeout;
   std::optional<std::string> cwd, root;
@@ -449,8 +450,9 @@ Status ReadExecKeys(TableReader& reader, const std::filesystem::path& base, Exec
   KF_RETURN_IF_ERROR(ReadInt(reader, "max_concurrency", &concurrency));
   KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
   if (!command || command->empty() || command->front().empty()) {
-    return reader.Error("command", "must be set to the program and its arguments, e.g. "
-                                   "[\"claude\", \"-p\"] (see docs/llm.md, \"Coding-agent CLIs\")");
+    return reader.Error("command",
+                        "must be set to the program and its arguments, e.g. "
+                        "[\"claude\", \"-p\"] (see docs/llm.md, \"Coding-agent CLIs\")");
   }
   if (Status placeholders = CheckExecCommand(*command); !placeholders.ok()) {
     return reader.Error("command", placeholders.message());

@@ -32,9 +32,8 @@ constexpr size_t kTailBytes = 4000;
 // ---- Placeholders ------------------------------------------------------------------------------
 
 bool IsPlaceholderName(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || c == '_';
-  });
+  return !name.empty() && std::all_of(name.begin(), name.end(),
+                                      [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
 }
 
 bool IsKnownPlaceholder(std::string_view name) {
@@ -105,8 +104,8 @@ Result<std::string> MessageText(const Message& message, const WorkFolder& w, int
       text += part.text;
       continue;
     }
-    std::string name = "image-" + std::to_string(++*images) +
-                       (part.mime_type == "image/png" ? ".png" : ".jpg");
+    std::string name =
+        "image-" + std::to_string(++*images) + (part.mime_type == "image/png" ? ".png" : ".jpg");
     KF_RETURN_IF_ERROR(WriteFile(w.input / name, part.data.data(), part.data.size()));
     text += "\n(image: " + (w.input / name).string() + ")\n";
   }
@@ -168,8 +167,9 @@ Result<std::vector<AnswerFile>> ReadOutFolder(const fs::path& out, const std::st
     if (name.empty() || name[0] == '.' || !it->is_regular_file(ec) || it->is_symlink(ec)) continue;
     if (files.size() == kMaxAnswerFiles || it->file_size(ec) > kMaxAnswerFileBytes) {
       return MakeLlmError(LlmErrorKind::kBadResponse, who,
-                          out.string() + " holds more than 16 files or a file over 1 MiB; "
-                                         "write only the answer's files there");
+                          out.string() +
+                              " holds more than 16 files or a file over 1 MiB; "
+                              "write only the answer's files there");
     }
     KF_ASSIGN_OR_RETURN(std::string content, ReadFile(it->path()));
     files.push_back({name, std::move(content)});
@@ -263,9 +263,7 @@ std::string OutputTail(const ProcessResult& r) {
 class ExecClient : public LlmClient {
  public:
   ExecClient(ExecSettings settings, ExecEnv env)
-      : settings_(std::move(settings)),
-        env_(std::move(env)),
-        limiter_(settings_.max_concurrency) {}
+      : settings_(std::move(settings)), env_(std::move(env)), limiter_(settings_.max_concurrency) {}
 
   Result<ChatResponse> Complete(const ChatRequest& request) override {
     KF_RETURN_IF_ERROR(env_.ledger->CheckBudget());
@@ -290,14 +288,16 @@ class ExecClient : public LlmClient {
  private:
   ProcessSpec Spec(const WorkFolder& w, const std::string& prompt) const {
     std::map<std::string, std::string> values = {{"prompt", w.prompt.string()},
-                                                  {"prompt_json", w.prompt_json.string()},
-                                                  {"input", w.input.string()},
-                                                  {"out", w.out.string()},
-                                                  {"workdir", w.dir.string()}};
+                                                 {"prompt_json", w.prompt_json.string()},
+                                                 {"input", w.input.string()},
+                                                 {"out", w.out.string()},
+                                                 {"workdir", w.dir.string()}};
     ProcessSpec spec;
     for (const std::string& arg : settings_.command) spec.argv.push_back(Expand(arg, values));
-    if (settings_.cwd == "workdir") spec.cwd = w.dir;
-    else if (settings_.cwd != "current") spec.cwd = settings_.cwd;
+    if (settings_.cwd == "workdir")
+      spec.cwd = w.dir;
+    else if (settings_.cwd != "current")
+      spec.cwd = settings_.cwd;
     // Scrubbed per call: a key loaded after this client was made is withheld too.
     spec.env = ScrubEnvironment(env_.environment, env_.key_env_names, settings_.env_passthrough);
     if (settings_.stdin_prompt) spec.stdin_data = prompt;
@@ -355,7 +355,8 @@ class ExecClient : public LlmClient {
         return MakeLlmError(LlmErrorKind::kCommandFailed, settings_.name,
                             "could not start " + command + ": " + run.start_error +
                                 "; check `command` of its [exec] entry (is the program "
-                                "installed and on PATH?)" + kept);
+                                "installed and on PATH?)" +
+                                kept);
       case ProcessResult::End::kTimedOut:
         return MakeLlmError(LlmErrorKind::kTimeout, settings_.name,
                             command + " did not finish within timeout_s (" +
@@ -375,8 +376,8 @@ class ExecClient : public LlmClient {
   void Finish(const WorkFolder& w, bool ok, milliseconds took) const {
     if (!ok) return;
     if (settings_.keep_workdir) {
-      env_.log(settings_.name + ": answered in " + FormatSeconds(took) + "; work folder kept: " +
-               w.dir.string());
+      env_.log(settings_.name + ": answered in " + FormatSeconds(took) +
+               "; work folder kept: " + w.dir.string());
       return;
     }
     std::error_code ec;

@@ -64,8 +64,8 @@ struct ExecEnv {
   Clock* clock = nullptr;                 // Measures latency.
   std::shared_ptr<UsageLedger> ledger;
   std::function<void(std::string_view)> log;  // One line per call.
-  Environment environment;                // kforge's environment, before ScrubEnvironment.
-  std::vector<std::string> key_env_names;  // ApiKeyEnvNames(config).
+  Environment environment;                    // kforge's environment, before ScrubEnvironment.
+  std::vector<std::string> key_env_names;     // ApiKeyEnvNames(config).
 };
 
 // REQUIRES: every ExecEnv field but environment and key_env_names is set; settings.command is

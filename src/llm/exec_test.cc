@@ -39,8 +39,10 @@ class ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -76,8 +78,13 @@ class ExecClientTest : public ::testing::Test {
   }
 
   std::unique_ptr<LlmClient> Client(ExecSettings settings) {
-    ExecEnv env{Runner(), SystemClock(), ledger_, [this](std::string_view line) { log_ += line; },
-                ProcessEnvironment(), ApiKeyEnvNames(LlmConfig{})};
+    ExecEnv env;
+    env.runner = Runner();
+    env.clock = SystemClock();
+    env.ledger = ledger_;
+    env.log = [this](std::string_view line) { log_ += line; };
+    env.environment = ProcessEnvironment();
+    env.key_env_names = ApiKeyEnvNames(LlmConfig{});
     return NewExecClient(std::move(settings), std::move(env));
   }
 
@@ -107,7 +114,8 @@ TEST_F(ExecClientTest, GivenACommandThatWritesACandidateFileThatFileIsTheAnswer)
       "cp \"$(dirname \"$1\")/input/candidate.cc\" \"$2/candidate.cc\"\n"
       "echo '// edited by the agent' >> \"$2/candidate.cc\"\n"
       "echo 'thinking out loud'\n");
-  Result<ChatResponse> response = Client(Settings({script, "{prompt}", "{out}"}))->Complete(Request());
+  Result<ChatResponse> response =
+      Client(Settings({script, "{prompt}", "{out}"}))->Complete(Request());
 
   ASSERT_TRUE(response.ok()) << response.status().ToString();
   EXPECT_EQ(response->text,
@@ -133,15 +141,17 @@ TEST_F(ExecClientTest, GivenARequestTheCommandSeesItAsMarkdownWithItsFiles) {
   ChatRequest request = Request();
   request.messages.push_back(Message::Assistant("An earlier answer."));
   request.messages.push_back(Message::User("It did not compile."));
-  auto response = Client(Settings({script, "{prompt}", "{prompt_json}", "{input}"}))->Complete(request);
+  auto response =
+      Client(Settings({script, "{prompt}", "{prompt_json}", "{input}"}))->Complete(request);
 
   ASSERT_TRUE(response.ok()) << response.status().ToString();
   std::string prompt = testing::ReadFile(dir_ / "prompt.md");
   EXPECT_TRUE(Contains(prompt, "# How to answer")) << prompt;
   EXPECT_TRUE(Contains(prompt, "candidate.cc for C++")) << prompt;
   EXPECT_TRUE(Contains(prompt, "\n# System\n\nYou write fast kernels.\n")) << prompt;
-  EXPECT_TRUE(Contains(prompt, "\n# User\n\nMake gelu faster.\n\n# Assistant\n\nAn earlier "
-                               "answer.\n\n# User\n\nIt did not compile.\n"))
+  EXPECT_TRUE(Contains(prompt,
+                       "\n# User\n\nMake gelu faster.\n\n# Assistant\n\nAn earlier "
+                       "answer.\n\n# User\n\nIt did not compile.\n"))
       << prompt;
   std::string json = testing::ReadFile(dir_ / "prompt.json");
   EXPECT_TRUE(Contains(json, "\"Make gelu faster.\"")) << json;
@@ -150,8 +160,9 @@ TEST_F(ExecClientTest, GivenARequestTheCommandSeesItAsMarkdownWithItsFiles) {
 }
 
 TEST_F(ExecClientTest, GivenNoFileInTheAnswerFolderItsStdoutIsTheAnswer) {
-  ExecSettings settings = Settings({Script("cat > \"$SEEN/stdin.md\"\n"
-                                           "printf '\\n  {\"bottleneck\": \"memory\"}\\n\\n'\n")});
+  ExecSettings settings =
+      Settings({Script("cat > \"$SEEN/stdin.md\"\n"
+                       "printf '\\n  {\"bottleneck\": \"memory\"}\\n\\n'\n")});
   settings.stdin_prompt = true;
   auto response = Client(settings)->Complete(Request());
 
@@ -191,7 +202,8 @@ TEST_F(ExecClientTest, GivenKeepWorkdirTheWorkFolderStaysAndTheLogNamesIt) {
 // ---- Failures --------------------------------------------------------------------------------
 
 TEST_F(ExecClientTest, GivenACommandThatFailsItIsACommandFailedErrorWithItsStderrTail) {
-  std::string script = Script("echo 'starting'\necho 'error: not logged in; run login' >&2\nexit 3\n");
+  std::string script =
+      Script("echo 'starting'\necho 'error: not logged in; run login' >&2\nexit 3\n");
   auto response = Client(Settings({script}))->Complete(Request());
 
   ASSERT_FALSE(response.ok());
@@ -253,9 +265,9 @@ TEST(ExecEnvironmentTest, GivenKforgesEnvironmentItWithholdsKeysUnlessPassedThro
                              {"ANTHROPIC_API_KEY", "sk-ant-mine"}};
   Environment kept = ScrubEnvironment(environment, {"MY_GATEWAY"}, {"ANTHROPIC_API_KEY"});
 
-  EXPECT_EQ(kept, (Environment{{"PATH", "/usr/bin"},
-                               {"HOME", "/home/u"},
-                               {"ANTHROPIC_API_KEY", "sk-ant-mine"}}));
+  EXPECT_EQ(kept,
+            (Environment{
+                {"PATH", "/usr/bin"}, {"HOME", "/home/u"}, {"ANTHROPIC_API_KEY", "sk-ant-mine"}}));
 }
 
 // Through the session, as `kforge optimize --llm exec:agent` makes the client.
@@ -268,11 +280,10 @@ TEST(ExecSessionTest, GivenAnApiKeyInKforgesEnvironmentTheCommandDoesNotSeeIt) {
   ScopedEnv openai("OPENAI_API_KEY", testing::kTestKey);
   ScopedEnv anthropic("ANTHROPIC_API_KEY", "sk-ant-test-passed-through");
   ScopedEnv visible("KFORGE_EXEC_TEST_VISIBLE", "seen");
-  Result<LlmConfig> config = ParseLlmConfig(
-      "[exec.agent]\ncommand = [\"" + script.string() +
-          "\"]\nworkdir_root = \"" + dir.string() +
-          "\"\nenv_passthrough = [\"ANTHROPIC_API_KEY\"]\n",
-      "test.toml", dir);
+  Result<LlmConfig> config =
+      ParseLlmConfig("[exec.agent]\ncommand = [\"" + script.string() + "\"]\nworkdir_root = \"" +
+                         dir.string() + "\"\nenv_passthrough = [\"ANTHROPIC_API_KEY\"]\n",
+                     "test.toml", dir);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   LlmDeps deps;
   deps.log = [](std::string_view) {};
@@ -307,7 +318,8 @@ TEST(ExecConfigTest, GivenAnExecTableEveryKeyIsRead) {
   Result<ExecSettings> settings = ResolveExec("exec:claude", *config);
   ASSERT_TRUE(settings.ok()) << settings.status().ToString();
   EXPECT_EQ(settings->name, "exec:claude");
-  EXPECT_EQ(settings->command, (std::vector<std::string>{"claude", "-p", "--add-dir", "{workdir}"}));
+  EXPECT_EQ(settings->command,
+            (std::vector<std::string>{"claude", "-p", "--add-dir", "{workdir}"}));
   EXPECT_EQ(settings->timeout, milliseconds(900000));
   EXPECT_EQ(settings->cwd, "/cfg/agents");
   EXPECT_TRUE(settings->keep_workdir);
@@ -320,8 +332,9 @@ TEST(ExecConfigTest, GivenAnUnknownPlaceholderTheConfigIsRejected) {
   Result<LlmConfig> config =
       ParseLlmConfig("[exec.x]\ncommand = [\"agent\", \"{promt}\"]\n", "llm.toml", "/cfg");
   ASSERT_FALSE(config.ok());
-  EXPECT_TRUE(Contains(config.status().message(), "exec.x.command has the unknown placeholder "
-                                                  "{promt}"))
+  EXPECT_TRUE(Contains(config.status().message(),
+                       "exec.x.command has the unknown placeholder "
+                       "{promt}"))
       << config.status().message();
 }
 
@@ -351,7 +364,8 @@ TEST(ExecConfigTest, GivenAnUnknownNameTheErrorSaysWhatIsConfigured) {
 }
 
 TEST(ExecConfigTest, GivenTheExampleConfigItsClaudeAndCodexEntriesResolve) {
-  Result<LlmConfig> config = LoadLlmConfig(fs::path(KFORGE_SOURCE_DIR) / "src/llm/llm.example.toml");
+  Result<LlmConfig> config =
+      LoadLlmConfig(fs::path(KFORGE_SOURCE_DIR) / "src/llm/llm.example.toml");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   Result<ExecSettings> claude = ResolveExec("exec:claude", *config);
   ASSERT_TRUE(claude.ok()) << claude.status().ToString();

@@ -44,8 +44,13 @@ struct LlmSession::Shared {
   // "exec:NAME": the command, given no key and never cached (its answers are not repeatable).
   Result<std::unique_ptr<LlmClient>> NewExec(std::string_view model) {
     KF_ASSIGN_OR_RETURN(ExecSettings settings, ResolveExec(model, config));
-    ExecEnv env{Runner(),           deps.clock, ledger, deps.log, ProcessEnvironment(),
-                ApiKeyEnvNames(config)};
+    ExecEnv env;
+    env.runner = Runner();
+    env.clock = deps.clock;
+    env.ledger = ledger;
+    env.log = deps.log;
+    env.environment = ProcessEnvironment();
+    env.key_env_names = ApiKeyEnvNames(config);
     return NewExecClient(std::move(settings), std::move(env));
   }
 };

@@ -27,6 +27,10 @@ namespace fs = std::filesystem;
 
 const fs::path kGelu = fs::path(KFORGE_PROBLEMS_DIR) / "gelu";
 constexpr char kMarker[] = "// rewritten by the exec agent";
+// The script line that writes the parent, marked, as the candidate.
+constexpr char kWriteMarkedParent[] =
+    "cp \"$2/candidate.cc\" \"$3/candidate.cc\"\n"
+    "echo '// rewritten by the exec agent' >> \"$3/candidate.cc\"\n";
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -91,8 +95,8 @@ class ForgeExecTest : public ::testing::Test {
     return o;
   }
 
-  Result<ForgeSummary> Run(llm::LlmClient* generator) {
-    ForgeDeps deps{store_.get(), runner_.get(), generator, nullptr, progress_.get(), dir_ / "runs"};
+  Result<ForgeSummary> Run(llm::LlmClient* generator, llm::LlmClient* analyst = nullptr) {
+    ForgeDeps deps{store_.get(), runner_.get(), generator, analyst, progress_.get(), dir_ / "runs"};
     return StartRun(Options(), deps);
   }
 
@@ -113,9 +117,8 @@ TEST_F(ForgeExecTest, GivenAnExecGeneratorItsCandidateComesBackThroughTheLoopAnd
   std::unique_ptr<llm::LlmClient> agent = Agent(
       "cp \"$1\" \"$SEEN/prompt.md\"\n"
       "cp \"$2/candidate.cc\" \"$SEEN/parent.cc\"\n"
-      "cp \"$2/candidate.cc\" \"$3/candidate.cc\"\n"
-      "echo '" + std::string(kMarker) + "' >> \"$3/candidate.cc\"\n"
-      "echo 'Kept the loop; an agent would change it.'\n");
+      "echo 'Kept the loop; an agent would change it.'\n" +
+      std::string(kWriteMarkedParent));
   Result<ForgeSummary> summary = Run(agent.get());
 
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
@@ -150,6 +153,36 @@ TEST_F(ForgeExecTest, GivenAnExecGeneratorItsCandidateComesBackThroughTheLoopAnd
   EXPECT_EQ(calls[0].cost_usd, 0);
   EXPECT_GT(calls[0].latency_ms, 0);
   EXPECT_TRUE(Contains(calls[0].prompt_json, "gelu"));
+}
+
+// One command serves both roles (as --llm exec:NAME without --analyst-llm does): the analyst's
+// prompt asks for one JSON object, which the script prints on stdout.
+TEST_F(ForgeExecTest, GivenExecAsTheAnalystItsJsonRecommendationComesFromStdout) {
+  std::unique_ptr<llm::LlmClient> agent = Agent(
+      "if grep -q 'performance-analysis agent' \"$1\"; then\n"
+      "  cp \"$2/candidate.cc\" \"$SEEN/analysed.cc\"\n"
+      "  echo '{\"bottleneck\": \"erf evaluation\", \"evidence\": \"exec says so\", "
+      "\"change\": \"a polynomial erf\", \"expected_gain\": \"1.5x\"}'\n"
+      "  exit 0\n"
+      "fi\n" +
+      std::string(kWriteMarkedParent));
+  Result<ForgeSummary> summary = Run(agent.get(), agent.get());
+
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  Result<std::vector<RecommendationRow>> recs = store_->Recommendations(summary->run_id);
+  ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ(recs->front().source, "llm");
+  EXPECT_TRUE(Contains(recs->front().json, "a polynomial erf")) << recs->front().json;
+  std::vector<LlmCallRow> calls = Calls(summary->run_id);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].agent, "analyst");
+  EXPECT_EQ(calls[1].agent, "generator");
+  Result<std::vector<AttemptRow>> attempts = store_->Attempts(summary->run_id);
+  ASSERT_TRUE(attempts.ok() && attempts->size() == 2u);
+  EXPECT_EQ(llm::testing::ReadFile(dir_ / "analysed.cc"), (*attempts)[0].source)
+      << "the analyst's command gets the analysed kernel as a file";
+  EXPECT_EQ((*attempts)[1].status, "correct");
 }
 
 TEST_F(ForgeExecTest, GivenAnExecGeneratorThatFailsTheRunFailsWithTheCommandsError) {

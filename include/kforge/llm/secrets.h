@@ -6,8 +6,8 @@
 // and every sink of the LLM layer (error messages, logs, transcripts, the response cache) passes
 // its text through Redact() before it leaves the process or the call.
 //
-// Thread-safety: Secret is a value. LoadApiKey, RegisterSecret, ContainsSecret and Redact are safe to call from
-// many threads at once.
+// Thread-safety: Secret is a value. LoadApiKey, RegisterSecret, ContainsSecret and Redact are safe
+// to call from many threads at once.
 #ifndef KFORGE_LLM_SECRETS_H_
 #define KFORGE_LLM_SECRETS_H_
 
