@@ -550,9 +550,10 @@ Result<ExecSettings> ResolveExec(std::string_view model, const LlmConfig& config
   std::string known;
   for (const auto& [entry, settings] : config.exec) known += (known.empty() ? "" : ", ") + entry;
   std::string known_part = known.empty() ? "none configured" : "configured: " + known;
-  return ConfigError("model", "exec:" + name + " is neither an [exec." + name +
-                                  "] entry of the LLM config (--llm-config or KFORGE_LLM_CONFIG; " +
-                                  known_part + ") nor a path to a program (one with a '/')");
+  return ConfigError(
+      "model", "exec:" + name + " is neither an [exec." + name +
+                   "] entry of the LLM config (KFORGE_LLM_CONFIG or the command's config flag; " +
+                   known_part + ") nor a path to a program (one with a '/')");
 }
 
 std::vector<std::string> ApiKeyEnvNames(const LlmConfig& config) {
