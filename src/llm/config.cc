@@ -181,6 +181,9 @@ void SettingsOverride::ApplyTo(ProviderSettings* s) const {
   if (max_output_tokens) s->max_output_tokens = *max_output_tokens;
   if (connect_timeout) s->connect_timeout = *connect_timeout;
   if (timeout) s->timeout = *timeout;
+  if (idle_timeout) s->idle_timeout = *idle_timeout;
+  if (stream) s->stream = *stream;
+  if (stop_on_repetition) s->stop_on_repetition = *stop_on_repetition;
   if (temperature) s->temperature = *temperature;
   if (seed) s->seed = *seed;
   if (reasoning_effort) s->reasoning_effort = *reasoning_effort;
@@ -302,6 +305,9 @@ Result<SettingsOverride> ReadOverride(const toml::table& table, const std::strin
   KF_RETURN_IF_ERROR(ReadInt(reader, "max_output_tokens", &o.max_output_tokens));
   KF_RETURN_IF_ERROR(reader.ReadSeconds("connect_timeout_s", &o.connect_timeout));
   KF_RETURN_IF_ERROR(reader.ReadSeconds("timeout_s", &o.timeout));
+  KF_RETURN_IF_ERROR(reader.ReadSeconds("idle_timeout_s", &o.idle_timeout));
+  KF_RETURN_IF_ERROR(reader.Read("stream", &o.stream));
+  KF_RETURN_IF_ERROR(reader.Read("stop_on_repetition", &o.stop_on_repetition));
   KF_RETURN_IF_ERROR(reader.Read("temperature", &o.temperature));
   KF_RETURN_IF_ERROR(reader.Read("seed", &o.seed));
   KF_RETURN_IF_ERROR(ReadEffort(reader, &o.reasoning_effort));

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
 #include "agent/generator.h"
@@ -50,6 +52,31 @@ bool LostConfirmation(const AttemptRow& a) {
          VerdictOf(a).contains("confirmation_lost_to");
 }
 
+// The model a client sends to: "local:qwen2.5-coder-1.5b@http://..." -> "qwen2.5-coder-1.5b".
+std::string ModelOfClient(const llm::LlmClient& client) {
+  std::string d = client.Describe();
+  size_t colon = d.find(':');
+  std::string model = colon == std::string::npos ? d : d.substr(colon + 1);
+  size_t at = model.rfind('@');
+  return at == std::string::npos ? model : model.substr(0, at);
+}
+
+// How an answer came, for the llm_calls row (docs/run-store.md): streamed, time to the first
+// token, the server's own compute time and the rest (queueing, transit), tokens per second.
+json CallDetails(const llm::ChatResponse& r) {
+  json d = json::object();
+  d["streamed"] = r.streamed;
+  if (r.streamed) d["first_token_ms"] = r.first_token.count();
+  if (r.server_time) {
+    d["server_ms"] = r.server_time->count();
+    d["queue_ms"] = std::max<int64_t>(0, r.latency.count() - r.server_time->count());
+  }
+  double generating = static_cast<double>((r.latency - r.first_token).count()) / 1000.0;
+  if (r.streamed && generating > 0 && r.usage.output_tokens > 0) d["tokens_per_s"] = r.usage.output_tokens / generating;
+  if (r.usage_estimated) d["usage_estimated"] = true;
+  return d;
+}
+
 std::string ConfirmLabel(const AttemptRow& a) { return a.phase == "seed" ? "seed" : "attempt " + std::to_string(a.number); }
 
 class ForgeRun {
@@ -63,6 +90,8 @@ class ForgeRun {
   Status Reload();
   bool OverBudget(std::string* why);
   void Progress(const std::string& phase, const AttemptRow& a, const std::string& event);
+  ProgressState State(const std::string& phase, const AttemptRow& a) const;
+  void LiveProgress(const std::string& agent, int64_t attempt, const llm::StreamProgress& p);
   Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent, AttemptRow a = {});
   Status WriteFiles(const AttemptRow& a, fs::path* main);
   Status EvaluateAttempt(AttemptRow& a);
@@ -141,6 +170,10 @@ bool ForgeRun::OverBudget(std::string* why) {
 
 void ForgeRun::Progress(const std::string& phase, const AttemptRow& a, const std::string& event) {
   if (!deps_.progress) return;
+  deps_.progress->Report(State(phase, a), event);
+}
+
+ProgressState ForgeRun::State(const std::string& phase, const AttemptRow& a) const {
   ProgressState s;
   s.run_id = run_.id;
   s.phase = phase;
@@ -153,7 +186,7 @@ void ForgeRun::Progress(const std::string& phase, const AttemptRow& a, const std
   s.cost_usd = totals_.cost_usd;
   s.elapsed_s = seconds_before_ + Now() - session_start_;
   s.budget_s = options_.max_seconds;
-  deps_.progress->Report(s, event);
+  return s;
 }
 
 // Fields of `a` that UpdateAttempt never rewrites (params_json, extra_files_json) must be set
@@ -466,13 +499,18 @@ Status ForgeRun::EnsureSeed() {
 
 Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt) {
   double t0 = Now();
-  Result<llm::ChatResponse> r = client.Complete(req);
+  llm::ChatRequest streamed = req;
+  streamed.on_progress = [this, &agent, attempt](const llm::StreamProgress& p) { LiveProgress(agent, attempt, p); };
+  Result<llm::ChatResponse> r = client.Complete(streamed);
   LlmCallRow row;
   row.run_id = run_.id;
   row.attempt = attempt;
   row.agent = agent;
   row.model = client.Describe();
-  row.prompt_json = RequestToJson(req).dump();
+  json prompt = RequestToJson(req);
+  // The model the request went to (the client fills an unset one from its settings).
+  if (prompt.value("model", "").empty()) prompt["model"] = r.ok() && !r->model.empty() ? r->model : ModelOfClient(client);
+  row.prompt_json = prompt.dump();
   if (r.ok()) {
     row.response_text = r->text;
     row.finish_reason = std::string(llm::FinishReasonName(r->finish_reason));
@@ -482,6 +520,7 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
     row.cost_usd = r->cost_usd.value_or(0);
     row.latency_ms = static_cast<double>(r->latency.count());
     row.request_id = r->request_id;
+    row.details_json = CallDetails(*r).dump();
   } else {
     row.error = r.status().message();
   }
@@ -494,7 +533,22 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
   if (!r.ok()) return r.status();
   std::string text = r->text;
   if (r->finish_reason == llm::FinishReason::kLength) text += "\n[kforge: the answer was cut off at the output limit]";
+  if (r->finish_reason == llm::FinishReason::kRepetition) text += "\n[kforge: the answer was stopped: it kept repeating itself]";
   return text;
+}
+
+// A streamed answer's progress, on the progress line: tokens so far and their rate.
+void ForgeRun::LiveProgress(const std::string& agent, int64_t attempt, const llm::StreamProgress& p) {
+  if (!deps_.progress) return;
+  AttemptRow a;
+  a.number = attempt;
+  a.status = agent == "analyst" ? "analysing" : "generating";
+  std::string event = agent + ": " + std::to_string(p.tokens) + " tokens";
+  if (p.TokensPerSecond() > 0) event += fmt::format(" at {:.1f} tokens/s", p.TokensPerSecond());
+  event += fmt::format(" (first after {:.1f} s)", std::chrono::duration<double>(p.first_token).count());
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  ProgressState s = State(agent == "analyst" ? "optimize" : "generate", a);
+  deps_.progress->Tick(s, event);
 }
 
 GenerationContext ForgeRun::BaseContext(const std::string& task, int64_t repairing) {
@@ -633,8 +687,8 @@ std::string CandidateText(const AttemptRow& a) {
   return s;
 }
 
-// Asks the model, extracts the candidate (asking once more when the answer was cut off or had
-// no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
+// Asks the model, extracts the candidate (asking once more when the answer was cut off, stopped
+// for repeating itself, or had no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
 Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
   KF_ASSIGN_OR_RETURN(llm::ChatRequest req, BuildGenerationRequest(ctx));
   ApplyRole(options_.generator_llm, &req.options);
@@ -647,7 +701,8 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
       a.extra_files_json = c->program.empty() ? "" : json{{"program", c->program}}.dump();
       return Status::Ok();
     }
-    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt("task_truncated.md", {}));
+    bool looped = answer.find("[kforge: the answer was stopped: it kept repeating itself]") != std::string::npos;
+    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(looped ? "task_repetition.md" : "task_truncated.md", {}));
     req.messages.push_back(llm::Message::Assistant(answer));
     req.messages.push_back(llm::Message::User(c.ok() ? again : c.status().message()));
   }
@@ -891,7 +946,7 @@ Result<ForgeSummary> ForgeRun::Run() {
 
 Result<ForgeSummary> ForgeRun::RunSteps() {
   KF_RETURN_IF_ERROR(Prepare());
-  seconds_before_ = totals_.stage_seconds;
+  seconds_before_ = totals_.wall_seconds;
   run_.status = "running";
   KF_RETURN_IF_ERROR(deps_.store->UpdateRun(run_));
   KF_RETURN_IF_ERROR(FinishPending());

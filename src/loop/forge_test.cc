@@ -96,6 +96,7 @@ class ScriptedModelServer {
     std::string auth;                  // Authorization or x-api-key header
     std::string anthropic_version;
     bool answered = false;
+    bool streamed = false;  // the request asked for a stream, and got one
     std::string request_id;
     llm::Usage usage;  // as kforge normalises it (docs/llm.md, "Usage is normalised")
     json body;         // the request as sent
@@ -166,7 +167,54 @@ class ScriptedModelServer {
     rec.request_id = "req-scripted-" + std::to_string(k);
     res.set_header(protocol_ == Protocol::kOpenAiChat ? "x-request-id" : "request-id",
                    rec.request_id);
-    res.set_content(Reply(k, script_[k], &rec.usage).dump(), "application/json");
+    json reply = Reply(k, script_[k], &rec.usage);
+    rec.streamed = e.body.value("stream", false);
+    if (rec.streamed) {
+      res.set_content(Stream(reply), "text/event-stream");
+    } else {
+      res.set_content(reply.dump(), "application/json");
+    }
+  }
+
+  // The answer as the provider streams it: the text in pieces of 16 characters.
+  std::string Stream(const json& reply) const {
+    auto event = [](const json& data, const std::string& type = "") {
+      return (type.empty() ? "" : "event: " + type + "\n") + "data: " + data.dump() + "\n\n";
+    };
+    std::vector<std::string> pieces;
+    std::string text = protocol_ == Protocol::kOpenAiChat ? reply["choices"][0]["message"]["content"].get<std::string>()
+                                                          : reply["content"][0]["text"].get<std::string>();
+    for (size_t at = 0; at < text.size(); at += 16) pieces.push_back(text.substr(at, 16));
+    std::string out;
+    if (protocol_ == Protocol::kOpenAiChat) {
+      json head = {{"id", reply["id"]}, {"object", "chat.completion.chunk"}, {"model", reply["model"]}};
+      for (const std::string& piece : pieces) {
+        json chunk = head;
+        chunk["choices"] = {{{"index", 0}, {"delta", {{"content", piece}}}, {"finish_reason", nullptr}}};
+        out += event(chunk);
+      }
+      json finish = head;
+      finish["choices"] = {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}};
+      json usage = head;
+      usage["choices"] = json::array();
+      usage["usage"] = reply["usage"];
+      return out + event(finish) + event(usage) + "data: [DONE]\n\n";
+    }
+    json start_usage = reply["usage"];
+    start_usage["output_tokens"] = 1;
+    json message = {{"id", reply["id"]}, {"type", "message"}, {"role", "assistant"}, {"model", reply["model"]},
+                    {"content", json::array()}, {"usage", start_usage}};
+    out += event({{"type", "message_start"}, {"message", message}}, "message_start");
+    out += event({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+                 "content_block_start");
+    for (const std::string& piece : pieces)
+      out += event({{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", piece}}}},
+                   "content_block_delta");
+    out += event({{"type", "content_block_stop"}, {"index", 0}}, "content_block_stop");
+    out += event({{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}},
+                  {"usage", {{"output_tokens", reply["usage"]["output_tokens"]}}}},
+                 "message_delta");
+    return out + event({{"type", "message_stop"}}, "message_stop");
   }
 
   Exchange ParseRequest(const httplib::Request& req) const {
@@ -308,6 +356,24 @@ ForgeOptions ConfirmingOptions(const std::string& model) {
 
 json VerdictJson(const AttemptRow& a) { return json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json); }
 
+// Keeps the live updates (Tick) of a run.
+class RecordingProgress : public ProgressSink {
+ public:
+  void Report(const ProgressState&, const std::string&) override {}
+  void Tick(const ProgressState&, const std::string& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticks_.push_back(event);
+  }
+  std::vector<std::string> ticks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ticks_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> ticks_;
+};
+
 // Below llm::testing::TestRoot(), which the llm test environment searches for the API key when
 // the program ends.
 struct Workspace {
@@ -384,6 +450,15 @@ void ExpectCallsMatchServer(RunStore& store, int64_t run, const ScriptedModelSer
     EXPECT_EQ(call.cached_tokens, e.usage.cached_input_tokens);
     EXPECT_TRUE(call.error.empty()) << call.error;
     EXPECT_EQ(call.finish_reason, "stop");
+    // Streamed by default (issue 12): the row says so, with the time to the first token.
+    json details = json::parse(call.details_json, nullptr, false);
+    ASSERT_TRUE(details.is_object()) << call.details_json;
+    EXPECT_TRUE(e.streamed);
+    EXPECT_EQ(details.value("streamed", false), e.streamed);
+    EXPECT_TRUE(details.contains("first_token_ms")) << call.details_json;
+    EXPECT_FALSE(details.value("usage_estimated", false));
+    // The recorded request names the model it went to (the client fills it in).
+    EXPECT_EQ(json::parse(call.prompt_json).value("model", ""), e.body.value("model", "")) << call.prompt_json;
     sum += e.usage;
     cost += call.cost_usd;
   }
@@ -474,6 +549,9 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
   ScriptedClient c = ClientFor(server, protocol);
   ASSERT_TRUE(c.client);
   Workspace w(name);
+  auto progress = std::make_unique<RecordingProgress>();
+  RecordingProgress* seen = progress.get();
+  w.progress = std::move(progress);
   ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
   ForgeOptions options = LoopOptions(c.model);
   // Per-role sampling (issue 12, fix 1): each role's own cap and temperature, one seed.
@@ -589,6 +667,16 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
     EXPECT_NEAR(s->totals.cost_usd, want, 1e-9);
   }
 
+  // Live progress of the streamed answers (issue 12): each answer's first token at least.
+  std::vector<std::string> ticks = seen->ticks();
+  int generator_ticks = 0, analyst_ticks = 0;
+  for (const std::string& t : ticks) {
+    generator_ticks += Contains(t, "generator: ") && Contains(t, " tokens");
+    analyst_ticks += Contains(t, "analyst: ") && Contains(t, " tokens");
+  }
+  EXPECT_GE(generator_ticks, 4) << ::testing::PrintToString(ticks);
+  EXPECT_GE(analyst_ticks, 1) << ::testing::PrintToString(ticks);
+
   ExpectArtifacts(w, s->run_id, attempts);
   ExpectNoKeyIn(w.dir);
 }
@@ -674,6 +762,9 @@ TEST_F(ForgeLoopTest, GivenAnAnalystCallThatFailsTheRulesAdviseAndTheRunGoesOn) 
   int failed = 0;
   for (const LlmCallRow& c : *calls) failed += c.agent == "analyst" && !c.error.empty();
   EXPECT_GE(failed, 1);
+  // Issue 12, fix 11: "llm calls" counts answered calls; the failed ones are counted apart.
+  EXPECT_EQ(s->totals.llm_calls, 2);
+  EXPECT_EQ(s->totals.failed_llm_calls, failed);
 }
 
 // Issue 12, fix 5: a run that stops because the generator's call failed is "failed" in the
@@ -692,6 +783,34 @@ TEST_F(ForgeLoopTest, GivenAGeneratorCallThatFailsTheRunIsMarkedFailedWithTheErr
   EXPECT_EQ(runs->front().status, "failed");
   EXPECT_EQ(runs->front().stop_reason, s.status().message());
   EXPECT_TRUE(Contains(runs->front().stop_reason, "script is exhausted")) << runs->front().stop_reason;
+}
+
+// Issue 12: a small model that loops on one line is stopped mid-answer (streamed), told so, and
+// its next answer is used; the stopped call is on record with its estimated tokens.
+TEST_F(ForgeLoopTest, GivenAnAnswerThatRepeatsItselfItIsStoppedAndTheModelIsAskedAgain) {
+  std::string looping = "```cpp\n#include \"kforge_cpu.h\"\n";
+  for (int i = 0; i < 400; ++i) looping += "  acc += x[i] * 0.5f;\n";
+  ScriptedModelServer server(Protocol::kOpenAiChat, {looping, CodeAnswer("slow.cc"), ReadAnswer("analyst.json"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("repetition");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<ScriptedModelServer::Exchange> ex = server.exchanges();
+  ASSERT_GE(ex.size(), 2u);
+  EXPECT_TRUE(Contains(ex[1].prompt, "began repeating the same lines")) << ex[1].prompt;
+  std::vector<LlmCallRow> calls = Calls(*w.store, s->run_id);
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0].finish_reason, "repetition");
+  EXPECT_LT(calls[0].response_text.size(), looping.size() / 4) << "stopped early, not at the end";
+  json details = json::parse(calls[0].details_json);
+  EXPECT_TRUE(details.value("usage_estimated", false)) << calls[0].details_json;
+  EXPECT_GT(calls[0].output_tokens, 0);
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_FALSE(attempts.empty());
+  EXPECT_EQ(attempts[0].source, ReadAnswer("slow.cc"));
+  EXPECT_EQ(attempts[0].status, "correct");
 }
 
 // With two candidates per pass the generations run in parallel threads; both are recorded once
@@ -729,6 +848,11 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   for (const LlmCallRow& call : Calls(*w.store, s->run_id))
     if (call.agent == "generator" && call.attempt != 1) generated_for.insert(call.attempt);
   EXPECT_EQ(generated_for, (std::set<int64_t>{2, 3}));
+  // The run's time counts overlapping stages once; their added-up seconds are the work.
+  Result<RunTotals> t = w.store->Totals(s->run_id);
+  ASSERT_TRUE(t.ok());
+  EXPECT_GT(t->wall_seconds, 0);
+  EXPECT_LE(t->wall_seconds, t->stage_seconds + 0.01);
 }
 
 // A model that returns its parent verbatim (real ones often do): the copy is not judged again,

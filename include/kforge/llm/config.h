@@ -47,6 +47,12 @@ struct ProviderSettings {
   int max_concurrency = 4;     // Requests in flight per provider endpoint.
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds timeout{600000};  // Per attempt, whole response.
+  // Streaming (docs/llm.md, "Streaming"): answers arrive as server-sent events, so a long
+  // answer shows its progress, a server that dies mid-answer is noticed after idle_timeout of
+  // silence, and an answer that repeats itself is stopped (stop_on_repetition).
+  bool stream = true;
+  std::chrono::milliseconds idle_timeout{60000};  // Zero: no idle limit.
+  bool stop_on_repetition = true;
   // OpenAI family only: which field carries max_output_tokens ("max_completion_tokens" for
   // api.openai.com, "max_tokens" for compatible servers) and the system prompt's role
   // ("system", or "developer" for newer OpenAI models).
@@ -87,7 +93,8 @@ struct SettingsOverride {
   std::optional<std::string> max_tokens_field, system_role;
   std::optional<bool> vision;
   std::optional<int> max_concurrency, default_max_output_tokens, max_output_tokens;
-  std::optional<std::chrono::milliseconds> connect_timeout, timeout;
+  std::optional<std::chrono::milliseconds> connect_timeout, timeout, idle_timeout;
+  std::optional<bool> stream, stop_on_repetition;
   std::optional<double> temperature;
   std::optional<int64_t> seed;
   std::optional<ReasoningEffort> reasoning_effort;
