@@ -553,7 +553,7 @@ class Child:
             except BaseException as e:  # the candidate's or the model's own exception, SystemExit too
                 if is_triton_compile_error(e):
                     path = os.path.join(self.folder, self.spec.get("candidate") or "candidate.py")
-                    reply = {"error": {"stage": "compile", "message": triton_compile_log(e, path, os.path.basename(path))}}
+                    reply = {"error": {"stage": "kernel_compile", "message": triton_compile_log(e, path, os.path.basename(path))}}
                 else:
                     tb = traceback.format_exc().splitlines()
                     reply = {"error": {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}}

@@ -1309,9 +1309,9 @@ Result<bool> Evaluation::RunPythonCandidate() {
   kernel_record_ = run.result.value("kernels", json());
   if (run.result.contains("parameters")) verdict_.precision["parameters"] = run.result["parameters"];
   // Import errors, inline builds (load_inline) and Triton kernels, which compile at their first
-  // call (stage "compile"), are the candidate's compile errors; the worker ran it as candidate.py.
+  // call (stage "kernel_compile"), are the candidate's compile errors; the worker ran it as candidate.py.
   const std::string failed_stage = run.result.contains("error") ? run.result["error"].value("stage", "") : "";
-  if (failed_stage == "load" || failed_stage == "compile") {
+  if (failed_stage == "load" || failed_stage == "kernel_compile") {
     const std::string name = candidate_.filename().string();
     const std::string message = RenameSourceInLog(run.result["error"].value("message", ""), "candidate.py", name);
     verdict_.compiler_output = TrimCompilerLog(message);
