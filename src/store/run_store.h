@@ -70,6 +70,11 @@ struct LlmCallRow {
   std::string request_id;
   std::string error;           // non-empty when the call failed
   std::string created_at;
+  // The prompt's size as kforge measured it before sending (the server's count is input_tokens):
+  // bytes of its text, kforge's token estimate (agent/prompt_fit.h), and what was cut to fit the
+  // context window ("" = nothing). 0 and "" in calls recorded before schema version 2.
+  int64_t prompt_chars = 0, prompt_tokens_estimate = 0;
+  std::string prompt_shrunk;
 };
 
 struct RecommendationRow {

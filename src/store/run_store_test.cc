@@ -103,6 +103,9 @@ LlmCallRow SampleCall(int64_t run_id, int64_t input, int64_t output, double cost
   c.cost_usd = cost;
   c.latency_ms = 1234.5;
   c.request_id = "req-1";
+  c.prompt_chars = input * 3;
+  c.prompt_tokens_estimate = input + 5;
+  c.prompt_shrunk = "dropped 1 oldest memory line";
   return c;
 }
 
@@ -138,7 +141,7 @@ TEST_F(RunStoreTest, GivenANewPath_OpenCreatesTheFolderAndAVersionedWalDatabase)
   ASSERT_TRUE(store);
   EXPECT_TRUE(fs::exists(db_));
   EXPECT_EQ(QueryDirectly(db_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryDirectly(db_, "SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open_v2(db_.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   for (const char* table : {"runs", "attempts", "llm_calls", "recommendations", "stages"}) {
@@ -370,6 +373,9 @@ TEST_F(RunStoreTest, GivenLlmCalls_TheyRoundTripAndTotalsAddThemUp) {
   EXPECT_DOUBLE_EQ(first.cost_usd, 0.25);
   EXPECT_DOUBLE_EQ(first.latency_ms, 1234.5);
   EXPECT_EQ(first.request_id, "req-1");
+  EXPECT_EQ(first.prompt_chars, 3000);
+  EXPECT_EQ(first.prompt_tokens_estimate, 1005);
+  EXPECT_EQ(first.prompt_shrunk, "dropped 1 oldest memory line");
   EXPECT_TRUE(IsIsoUtc(first.created_at));
   EXPECT_EQ((*calls)[2].error, "http 429: rate limited");
 
@@ -526,14 +532,44 @@ TEST_F(RunStoreTest, GivenConcurrentWriters_AttemptNumbersAreUniqueAndDense) {
   EXPECT_EQ(*seen.rbegin(), kThreads * kEach);
 }
 
+// Schema version 2 added each call's prompt size: a version-1 store is upgraded when opened, its
+// earlier calls read 0 and "", and new calls keep their sizes.
+TEST_F(RunStoreTest, GivenAVersion1Store_OpenUpgradesItAndEarlierCallsHaveNoPromptSize) {
+  int64_t run = 0;
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    run = store->CreateRun(SampleRun("a")).value();
+    ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 1000, 200, 0.25)).ok());
+  }
+  for (const char* sql : {"ALTER TABLE llm_calls DROP COLUMN prompt_chars", "ALTER TABLE llm_calls DROP COLUMN prompt_tokens_estimate",
+                          "ALTER TABLE llm_calls DROP COLUMN prompt_shrunk", "DELETE FROM schema_version WHERE version = 2"})
+    QueryDirectly(db_, sql);
+  ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 3000, 400, 0.5)).ok());
+  auto calls = store->LlmCalls(run);
+  ASSERT_TRUE(calls.ok()) << calls.status().ToString();
+  ASSERT_EQ(calls->size(), 2u);
+  EXPECT_EQ((*calls)[0].input_tokens, 1000);
+  EXPECT_EQ((*calls)[0].prompt_chars, 0);
+  EXPECT_EQ((*calls)[0].prompt_tokens_estimate, 0);
+  EXPECT_EQ((*calls)[0].prompt_shrunk, "");
+  EXPECT_EQ((*calls)[1].prompt_chars, 9000);
+  EXPECT_EQ((*calls)[1].prompt_shrunk, "dropped 1 oldest memory line");
+  EXPECT_EQ(QueryDirectly(db_, "PRAGMA integrity_check"), "ok");
+}
+
 TEST_F(RunStoreTest, GivenANewerSchemaVersion_OpenRefusesWithAClearMessage) {
   ASSERT_TRUE(OpenStore());
-  QueryDirectly(db_, "UPDATE schema_version SET version = 2");
+  QueryDirectly(db_, "UPDATE schema_version SET version = 3");
   auto store = RunStore::Open(db_);
   ASSERT_FALSE(store.ok());
   const std::string& msg = store.status().message();
   EXPECT_NE(msg.find(db_.string()), std::string::npos) << msg;
-  EXPECT_NE(msg.find("schema version 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("schema version 3"), std::string::npos) << msg;
   EXPECT_NE(msg.find("upgrade kforge"), std::string::npos) << msg;
 }
 
