@@ -1,9 +1,9 @@
 #include "agent/prompt_fit.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "agent/prompt_template.h"
 
@@ -15,7 +15,8 @@ namespace {
 
 void Count(const std::string& text, PromptSize* size) {
   size->chars += static_cast<int64_t>(text.size());
-  size->digits += std::count_if(text.begin(), text.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+  size->digits +=
+      std::count_if(text.begin(), text.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -26,15 +27,19 @@ PromptSize MeasurePrompt(const llm::ChatRequest& request) {
   for (const llm::Message& m : request.messages)
     for (const llm::ContentPart& part : m.parts)
       if (!part.is_image()) Count(part.text, &size);
-  const int64_t messages = static_cast<int64_t>(request.messages.size()) + (request.system.empty() ? 0 : 1);
+  const int64_t messages =
+      static_cast<int64_t>(request.messages.size()) + (request.system.empty() ? 0 : 1);
   const double other = static_cast<double>(size.chars - size.digits);
-  size.estimated_tokens = size.digits + static_cast<int64_t>(std::ceil(other / kPromptBytesPerToken)) +
+  size.estimated_tokens = size.digits +
+                          static_cast<int64_t>(std::ceil(other / kPromptBytesPerToken)) +
                           kTokensPerMessage * messages + kTokensPerRequest;
   return size;
 }
 
 json PromptLimits::ToJson() const {
-  return {{"profile", llm::PromptProfileName(profile)}, {"context_window", context_window}, {"answer_tokens", answer_tokens}};
+  return {{"profile", llm::PromptProfileName(profile)},
+          {"context_window", context_window},
+          {"answer_tokens", answer_tokens}};
 }
 
 PromptLimits PromptLimits::FromJson(const json& j) {
@@ -56,12 +61,14 @@ PromptLimits LimitsFromSettings(const llm::ProviderSettings& settings) {
 }
 
 int64_t AnswerRoom(const llm::ChatRequest& request, const PromptLimits& limits) {
-  return request.options.max_output_tokens ? *request.options.max_output_tokens : limits.answer_tokens;
+  return request.options.max_output_tokens ? *request.options.max_output_tokens
+                                           : limits.answer_tokens;
 }
 
 bool FitsWindow(const llm::ChatRequest& request, const PromptLimits& limits) {
   if (limits.context_window <= 0) return true;
-  return MeasurePrompt(request).estimated_tokens + AnswerRoom(request, limits) <= limits.context_window;
+  return MeasurePrompt(request).estimated_tokens + AnswerRoom(request, limits) <=
+         limits.context_window;
 }
 
 namespace {
@@ -74,18 +81,27 @@ bool DropOldestMemoryLine(std::string* memory) {
   return true;
 }
 
-void Note(std::string* shrunk, const std::string& what) { *shrunk += (shrunk->empty() ? "" : "; ") + what; }
+void Note(std::string* shrunk, const std::string& what) {
+  *shrunk += (shrunk->empty() ? "" : "; ") + what;
+}
 
-std::string Lines(int n, const char* what) { return fmt::format("dropped {} oldest {} line{}", n, what, n == 1 ? "" : "s"); }
+std::string Lines(int n, const char* what) {
+  return fmt::format("dropped {} oldest {} line{}", n, what, n == 1 ? "" : "s");
+}
 
-Result<llm::ChatRequest> WithOptions(const GenerationContext& ctx, const llm::ChatOptions& options) {
+Result<llm::ChatRequest> WithOptions(const GenerationContext& ctx,
+                                     const llm::ChatOptions& options) {
   KF_ASSIGN_OR_RETURN(llm::ChatRequest request, BuildGenerationRequest(ctx));
   request.options = options;
   return request;
 }
 
-Result<llm::ChatRequest> AnalystRequest(const AnalystInput& in, const json& profile, int indent, const llm::ChatOptions& options) {
-  TemplateVars vars = {{"problem_name", in.problem_name}, {"backend", in.backend}, {"source", in.source}, {"profile", profile.dump(indent)}};
+Result<llm::ChatRequest> AnalystRequest(const AnalystInput& in, const json& profile, int indent,
+                                        const llm::ChatOptions& options) {
+  TemplateVars vars = {{"problem_name", in.problem_name},
+                       {"backend", in.backend},
+                       {"source", in.source},
+                       {"profile", profile.dump(indent)}};
   llm::ChatRequest request;
   KF_ASSIGN_OR_RETURN(request.system, RenderPrompt("analyst_system.md", vars));
   KF_ASSIGN_OR_RETURN(std::string user, RenderPrompt("analyze.md", vars));
@@ -96,7 +112,8 @@ Result<llm::ChatRequest> AnalystRequest(const AnalystInput& in, const json& prof
 
 }  // namespace
 
-Result<FittedRequest> FitGenerationRequest(GenerationContext ctx, const llm::ChatOptions& options, const PromptLimits& limits) {
+Result<FittedRequest> FitGenerationRequest(GenerationContext ctx, const llm::ChatOptions& options,
+                                           const PromptLimits& limits) {
   ctx.profile = limits.profile;
   FittedRequest fitted;
   KF_ASSIGN_OR_RETURN(fitted.request, WithOptions(ctx, options));
@@ -114,7 +131,8 @@ Result<FittedRequest> FitGenerationRequest(GenerationContext ctx, const llm::Cha
   return fitted;
 }
 
-Result<FittedRequest> FitAnalystRequest(const AnalystInput& in, const llm::ChatOptions& options, const PromptLimits& limits) {
+Result<FittedRequest> FitAnalystRequest(const AnalystInput& in, const llm::ChatOptions& options,
+                                        const PromptLimits& limits) {
   FittedRequest fitted;
   KF_ASSIGN_OR_RETURN(fitted.request, AnalystRequest(in, in.profile, 1, options));
   if (FitsWindow(fitted.request, limits)) return fitted;
@@ -129,7 +147,8 @@ Result<FittedRequest> FitAnalystRequest(const AnalystInput& in, const llm::ChatO
   return fitted;
 }
 
-FittedRequest FitFollowUp(const FittedRequest& first, const std::string& answer, const std::string& again, const PromptLimits& limits) {
+FittedRequest FitFollowUp(const FittedRequest& first, const std::string& answer,
+                          const std::string& again, const PromptLimits& limits) {
   FittedRequest next = first;
   next.request.messages.push_back(llm::Message::Assistant(answer));
   next.request.messages.push_back(llm::Message::User(again));
@@ -150,13 +169,18 @@ Status CheckFits(const FittedRequest& fitted, const PromptLimits& limits, std::s
   PromptSize size = MeasurePrompt(fitted.request);
   return llm::MakeLlmError(
       llm::LlmErrorKind::kContextTooLong, who,
-      fmt::format("not sent: the prompt is ~{} tokens ({} chars, estimated{}) and {} tokens are kept for the answer, "
-                  "over the model's context window of {} tokens. Lower the answer's cap (--generator-max-output-tokens, "
-                  "--analyst-max-output-tokens or max_output_tokens), shorten --instructions and --context files, or "
-                  "give the server a larger context and say so with context_window in the LLM config "
-                  "(scripts/local-llm: KFORGE_LLM_CTX=32768)",
-                  size.estimated_tokens, size.chars, fitted.shrunk.empty() ? "" : "; already shrunk: " + fitted.shrunk,
-                  AnswerRoom(fitted.request, limits), limits.context_window));
+      fmt::format(
+          "not sent: the prompt is ~{} tokens ({} chars, estimated{}) and {} tokens are kept for "
+          "the answer, "
+          "over the model's context window of {} tokens. Lower the answer's cap "
+          "(--generator-max-output-tokens, "
+          "--analyst-max-output-tokens or max_output_tokens), shorten --instructions and --context "
+          "files, or "
+          "give the server a larger context and say so with context_window in the LLM config "
+          "(scripts/local-llm: KFORGE_LLM_CTX=32768)",
+          size.estimated_tokens, size.chars,
+          fitted.shrunk.empty() ? "" : "; already shrunk: " + fitted.shrunk,
+          AnswerRoom(fitted.request, limits), limits.context_window));
 }
 
 }  // namespace kforge

@@ -27,9 +27,8 @@
 #define KFORGE_AGENT_PROMPT_FIT_H_
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "agent/generator.h"
 #include "kforge/llm/config.h"
@@ -74,7 +73,8 @@ bool FitsWindow(const llm::ChatRequest& request, const PromptLimits& limits);
 
 struct FittedRequest {
   llm::ChatRequest request;
-  std::string shrunk;  // what was cut to fit, e.g. "dropped 2 oldest memory lines; compact profile"; "" = nothing
+  std::string shrunk;  // what was cut to fit, e.g. "dropped 2 oldest memory lines; compact
+                       // profile"; "" = nothing
 };
 
 // The generation request for `ctx` with `options`, shrunk as described above until it fits.

@@ -12,7 +12,9 @@ namespace {
 
 using llm::PromptProfile;
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::string UserText(const llm::ChatRequest& r) {
   std::string out;
@@ -47,7 +49,9 @@ llm::ChatRequest Build(const GenerationContext& c) {
 // Three failed approaches of about 300 characters each, oldest first.
 std::string ThreeMemoryLines() {
   std::string m;
-  for (int k = 1; k <= 3; ++k) m += "- attempt " + std::to_string(k) + " (functional: compile_error: " + std::string(270, 'a' + k) + ")\n";
+  for (int k = 1; k <= 3; ++k)
+    m += "- attempt " + std::to_string(k) +
+         " (functional: compile_error: " + std::string(270, 'a' + k) + ")\n";
   return m;
 }
 
@@ -114,7 +118,8 @@ TEST(PromptFitTest, GivenTheLimitsProfileItIsUsed) {
   Problem p = Load("gelu");
   PromptLimits limits;
   limits.profile = PromptProfile::kCompact;
-  Result<FittedRequest> f = FitGenerationRequest(Context(p, "cpp", PromptProfile::kFull), {}, limits);
+  Result<FittedRequest> f =
+      FitGenerationRequest(Context(p, "cpp", PromptProfile::kFull), {}, limits);
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(Contains(UserText(f->request), BackendPromptSection("cpp", "abi-summary").value()));
   EXPECT_EQ(f->shrunk, "") << "the model's own profile is no shrinking";
@@ -153,7 +158,8 @@ TEST(PromptFitTest, GivenAFullPromptTooLongWithoutMemoryItSwitchesToCompact) {
   Result<FittedRequest> f = FitGenerationRequest(c, {}, limits);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->shrunk, "dropped 3 oldest memory lines; compact profile");
-  EXPECT_TRUE(Contains(UserText(f->request), BackendPromptSection("opencl", "abi-summary").value()));
+  EXPECT_TRUE(
+      Contains(UserText(f->request), BackendPromptSection("opencl", "abi-summary").value()));
   EXPECT_TRUE(CheckFits(*f, limits, "test").ok());
 }
 
@@ -162,15 +168,17 @@ TEST(PromptFitTest, GivenAPromptThatCannotFitItIsRefusedAsContextTooLongSayingWh
   PromptLimits limits;
   limits.context_window = 1024;
   limits.answer_tokens = 768;
-  Result<FittedRequest> f = FitGenerationRequest(Context(p, "cpp", PromptProfile::kFull), {}, limits);
+  Result<FittedRequest> f =
+      FitGenerationRequest(Context(p, "cpp", PromptProfile::kFull), {}, limits);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->shrunk, "compact profile");
   Status s = CheckFits(*f, limits, "local:qwen2.5-coder-1.5b");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(llm::LlmErrorKindOf(s), llm::LlmErrorKind::kContextTooLong) << s.message();
-  for (const char* part : {"local:qwen2.5-coder-1.5b", "not sent", "768 tokens are kept for the answer",
-                           "context window of 1024 tokens", "already shrunk: compact profile", "context_window",
-                           "KFORGE_LLM_CTX", "--generator-max-output-tokens"})
+  for (const char* part :
+       {"local:qwen2.5-coder-1.5b", "not sent", "768 tokens are kept for the answer",
+        "context window of 1024 tokens", "already shrunk: compact profile", "context_window",
+        "KFORGE_LLM_CTX", "--generator-max-output-tokens"})
     EXPECT_TRUE(Contains(s.message(), part)) << part << " in " << s.message();
 }
 

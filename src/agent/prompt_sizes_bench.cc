@@ -2,16 +2,16 @@
 // characters and kforge's token estimate (agent/prompt_fit.h). docs/loop.md's "Prompt size"
 // table comes from it.
 //
-//   kforge_prompt_sizes [--dump <folder>] [<problem>/<backend> ...]   (default: gelu/cpp softmax/opencl)
+//   kforge_prompt_sizes [--dump <folder>] [<problem>/<backend> ...]   (default: gelu/cpp
+//   softmax/opencl)
 //
 // With --dump, each prompt is written to <folder>/<problem>-<backend>-<profile>.json as
 // {"system": ..., "user": ...}, for counting with a model's own tokenizer.
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/generator.h"
 #include "agent/prompt_fit.h"
@@ -34,12 +34,15 @@ Status Measure(const std::string& problem_name, const std::string& backend, cons
     ctx.profile = profile;
     KF_ASSIGN_OR_RETURN(llm::ChatRequest request, BuildGenerationRequest(ctx));
     PromptSize size = MeasurePrompt(request);
-    std::string name = problem_name + "/" + backend + " " + std::string(llm::PromptProfileName(profile));
-    std::printf("%-28s %7lld chars  ~%6lld tokens (estimated)\n", name.c_str(), static_cast<long long>(size.chars),
-                static_cast<long long>(size.estimated_tokens));
+    std::string name =
+        problem_name + "/" + backend + " " + std::string(llm::PromptProfileName(profile));
+    std::printf("%-28s %7lld chars  ~%6lld tokens (estimated)\n", name.c_str(),
+                static_cast<long long>(size.chars), static_cast<long long>(size.estimated_tokens));
     if (dump.empty()) continue;
-    nlohmann::json j = {{"system", request.system}, {"user", request.messages.front().parts.front().text}};
-    fs::path out = dump / (problem_name + "-" + backend + "-" + std::string(llm::PromptProfileName(profile)) + ".json");
+    nlohmann::json j = {{"system", request.system},
+                        {"user", request.messages.front().parts.front().text}};
+    fs::path out = dump / (problem_name + "-" + backend + "-" +
+                           std::string(llm::PromptProfileName(profile)) + ".json");
     KF_RETURN_IF_ERROR(WriteFileAtomic(out, j.dump(1)));
   }
   return Status::Ok();
@@ -50,8 +53,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> pairs;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--dump" && i + 1 < argc) dump = argv[++i];
-    else pairs.push_back(arg);
+    if (arg == "--dump" && i + 1 < argc)
+      dump = argv[++i];
+    else
+      pairs.push_back(arg);
   }
   if (pairs.empty()) pairs = {"gelu/cpp", "softmax/opencl"};
   if (!dump.empty()) fs::create_directories(dump);
