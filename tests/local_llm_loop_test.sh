@@ -88,9 +88,10 @@ for c in calls:
     check(c["output_tokens"] <= cap, "call %d: %d output tokens over the cap %d" % (c["id"], c["output_tokens"], cap))
     check(c["response_text"] != "" or c["output_tokens"] == 0, "call %d: answer not recorded" % c["id"])
     check(c["finish_reason"] in ("stop", "length"), "call %d: finish reason %r" % (c["id"], c["finish_reason"]))
-    print("call %d %-9s attempt %d: %5d in (%5d cached) %4d out, %-6s %6.1f s" % (
-        c["id"], c["agent"], c["attempt"], c["input_tokens"], c["cached_tokens"], c["output_tokens"],
-        c["finish_reason"], c["latency_ms"] / 1000))
+    check(c["prompt_chars"] > 0 and c["prompt_tokens_estimate"] > 0, "call %d: prompt size not recorded" % c["id"])
+    print("call %d %-9s attempt %d: %5d in (%5d cached; ~%d estimated, %d chars) %4d out, %-6s %6.1f s" % (
+        c["id"], c["agent"], c["attempt"], c["input_tokens"], c["cached_tokens"], c["prompt_tokens_estimate"],
+        c["prompt_chars"], c["output_tokens"], c["finish_reason"], c["latency_ms"] / 1000))
 
 # Generator answers: each one either gave the attempt its code or was followed by a re-ask
 # (the next call of that attempt carries it as the assistant turn).
@@ -105,8 +106,9 @@ for number, chain in by_attempt.items():
     for i, c in enumerate(chain):
         if i + 1 < len(chain):
             nxt = json.loads(chain[i + 1]["prompt_json"])["messages"]
-            asked = len(nxt) >= 2 and nxt[-2]["role"] == "assistant" and \
-                nxt[-2]["parts"][0]["text"].startswith(c["response_text"])
+            asked = (len(nxt) >= 2 and nxt[-2]["role"] == "assistant" and
+                     nxt[-2]["parts"][0]["text"].startswith(c["response_text"])) or \
+                "re-asked without the earlier answer" in chain[i + 1]["prompt_shrunk"]
             check(asked, "attempt %d: answer %d was neither used nor re-asked" % (number, c["id"]))
         else:
             used = source.strip() != "" and source.strip() in c["response_text"]
