@@ -88,16 +88,18 @@ for c in calls:
     check(c["output_tokens"] <= cap, "call %d: %d output tokens over the cap %d" % (c["id"], c["output_tokens"], cap))
     check(c["response_text"] != "" or c["output_tokens"] == 0, "call %d: answer not recorded" % c["id"])
     check(c["finish_reason"] in ("stop", "length", "repetition"), "call %d: finish reason %r" % (c["id"], c["finish_reason"]))
+    check(c["prompt_chars"] > 0 and c["prompt_tokens_estimate"] > 0, "call %d: prompt size not recorded" % c["id"])
     details = json.loads(c["details_json"])
     check(details.get("streamed") is True and "first_token_ms" in details,
           "call %d: not recorded as streamed with its first-token time: %r" % (c["id"], details))
     check("server_ms" in details, "call %d: llama.cpp's own timings not recorded: %r" % (c["id"], details))
     check(details.get("usage_estimated", False) == (c["finish_reason"] == "repetition"),
           "call %d: usage estimated %r but finish %r" % (c["id"], details.get("usage_estimated"), c["finish_reason"]))
-    print("call %d %-9s attempt %d: %5d in (%5d cached) %4d out, %-10s %6.1f s (first token %.1f s, server %.1f s, %.1f tokens/s)" % (
-        c["id"], c["agent"], c["attempt"], c["input_tokens"], c["cached_tokens"], c["output_tokens"],
-        c["finish_reason"], c["latency_ms"] / 1000, details.get("first_token_ms", 0) / 1000,
-        details.get("server_ms", 0) / 1000, details.get("tokens_per_s", 0)))
+    print("call %d %-9s attempt %d: %5d in (%5d cached; ~%d estimated, %d chars) %4d out, %-10s %6.1f s "
+          "(first token %.1f s, server %.1f s, %.1f tokens/s)" % (
+        c["id"], c["agent"], c["attempt"], c["input_tokens"], c["cached_tokens"], c["prompt_tokens_estimate"],
+        c["prompt_chars"], c["output_tokens"], c["finish_reason"], c["latency_ms"] / 1000,
+        details.get("first_token_ms", 0) / 1000, details.get("server_ms", 0) / 1000, details.get("tokens_per_s", 0)))
 
 # Generator answers: each one either gave the attempt its code or was followed by a re-ask
 # (the next call of that attempt carries it as the assistant turn).
@@ -112,8 +114,9 @@ for number, chain in by_attempt.items():
     for i, c in enumerate(chain):
         if i + 1 < len(chain):
             nxt = json.loads(chain[i + 1]["prompt_json"])["messages"]
-            asked = len(nxt) >= 2 and nxt[-2]["role"] == "assistant" and \
-                nxt[-2]["parts"][0]["text"].startswith(c["response_text"])
+            asked = (len(nxt) >= 2 and nxt[-2]["role"] == "assistant" and
+                     nxt[-2]["parts"][0]["text"].startswith(c["response_text"])) or \
+                "re-asked without the earlier answer" in chain[i + 1]["prompt_shrunk"]
             check(asked, "attempt %d: answer %d was neither used nor re-asked" % (number, c["id"]))
         else:
             used = source.strip() != "" and source.strip() in c["response_text"]

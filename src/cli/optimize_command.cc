@@ -27,6 +27,7 @@ struct LoopFlags {
   bool json = false;
   bool no_confirm = false;
   std::optional<int64_t> seed;  // --llm-seed: both roles
+  std::string prompt_profile;  // --prompt-profile as given: the generator's ("" = the model's)
 };
 
 Result<std::unique_ptr<RunStore>> OpenStore() { return RunStore::Open(WorkspaceDir() / "runs.db"); }
@@ -50,6 +51,16 @@ void FillRole(const llm::LlmConfig& config, const std::string& name, llm::RoleSe
 // " (+2 failed)" after the count of answered calls, or "".
 std::string FailedCalls(const RunTotals& t) {
   return t.failed_llm_calls > 0 ? fmt::format(" (+{} failed)", t.failed_llm_calls) : "";
+}
+
+// Each role's prompt limits from its model's settings (profile, context window, answer room);
+// --prompt-profile wins for the generator. A model that does not resolve keeps the defaults:
+// making its client reports why.
+void FillPromptLimits(const LoopFlags& f, const llm::LlmConfig& config, ForgeOptions* o) {
+  if (Result<llm::ProviderSettings> s = llm::ResolveModel(o->model, config); s.ok()) o->generator_prompt = LimitsFromSettings(*s);
+  const std::string& analyst = o->analyst_model.empty() ? o->model : o->analyst_model;
+  if (Result<llm::ProviderSettings> s = llm::ResolveModel(analyst, config); s.ok()) o->analyst_prompt = LimitsFromSettings(*s);
+  if (Result<llm::PromptProfile> p = llm::ParsePromptProfile(f.prompt_profile); p.ok()) o->generator_prompt.profile = *p;
 }
 
 void PrintSummary(const ForgeSummary& s, bool offline) {
@@ -87,6 +98,7 @@ Result<ForgeSummary> RunForge(LoopFlags& f, bool resume, bool* offline) {
     if (f.seed) f.options.generator_llm.seed = f.options.analyst_llm.seed = f.seed;
     FillRole(config, "generator", &f.options.generator_llm);
     FillRole(config, "analyst", &f.options.analyst_llm);
+    if (!f.options.model.empty()) FillPromptLimits(f, config, &f.options);
   }
   std::unique_ptr<llm::LlmSession> session;
   std::unique_ptr<llm::LlmClient> generator, analyst;
@@ -151,7 +163,9 @@ json AttemptJson(RunStore& store, const RunRow& run, const AttemptRow& a) {
                             {"finish_reason", c.finish_reason}, {"input_tokens", c.input_tokens},
                             {"output_tokens", c.output_tokens}, {"cached_tokens", c.cached_tokens}, {"cost_usd", c.cost_usd},
                             {"latency_ms", c.latency_ms}, {"request_id", c.request_id}, {"error", c.error},
-                            {"details", parsed(c.details_json)}, {"created_at", c.created_at}});
+                            {"prompt_chars", c.prompt_chars}, {"prompt_tokens_estimate", c.prompt_tokens_estimate},
+                            {"prompt_shrunk", c.prompt_shrunk}, {"details", parsed(c.details_json)},
+                            {"created_at", c.created_at}});
   }
   Result<std::vector<RecommendationRow>> recs = store.Recommendations(run.id);
   for (const RecommendationRow& r : recs.ok() ? *recs : std::vector<RecommendationRow>{})
@@ -183,6 +197,17 @@ std::string LastUserText(const json& request) {
       if (part.is_object() && part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
   }
   return text;
+}
+
+// "prompt: 1234 tokens (server) / ~1300 estimated, 3900 chars", with what was cut to fit the
+// context window; calls recorded before prompt sizes were (schema version 1) have none.
+std::string PromptSizeLine(const json& call) {
+  const int64_t chars = call["prompt_chars"].get<int64_t>(), server = call["input_tokens"].get<int64_t>();
+  if (chars == 0) return fmt::format("prompt: {} tokens (server); its size was not recorded", server);
+  std::string line = server > 0 ? fmt::format("prompt: {} tokens (server)", server) : "prompt: not counted by the server";
+  line += fmt::format(" / ~{} estimated, {} chars", call["prompt_tokens_estimate"].get<int64_t>(), chars);
+  if (const std::string shrunk = call["prompt_shrunk"].get<std::string>(); !shrunk.empty()) line += "; shrunk to fit the context window: " + shrunk;
+  return line;
 }
 
 int Show(const LoopFlags& f) {
@@ -217,6 +242,7 @@ int Show(const LoopFlags& f) {
                  c["output_tokens"].get<int64_t>(), c["cost_usd"].get<double>(), c["latency_ms"].get<double>(),
                  c["finish_reason"].get<std::string>().empty() ? "-" : c["finish_reason"].get<std::string>(),
                  c["error"].get<std::string>().empty() ? "" : "; error: " + c["error"].get<std::string>());
+      fmt::print("{}\n", PromptSizeLine(c));
       if (std::string how = DescribeDetails(c.value("details", json::object())); !how.empty()) fmt::print("{}\n", how);
       fmt::print("prompt (last user message; --json has the whole request):\n{}\n", LastUserText(c["request"]));
       fmt::print("answer:\n{}\n", c["response"].get<std::string>());
@@ -292,6 +318,9 @@ void AddSamplingFlags(CLI::App* cmd, LoopFlags* f) {
   cmd->add_option("--analyst-max-output-tokens", o.analyst_llm.max_output_tokens, "Analyst: output cap per answer (max_tokens)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--llm-seed", f->seed, "Sampling seed sent with every request (servers that honour it repeat their answers)");
+  cmd->add_option("--prompt-profile", f->prompt_profile,
+                  "Generation prompts: full (the ABI document) or compact (an ABI summary; the local preset's default)")
+      ->check(CLI::IsMember(std::vector<std::string>{"full", "compact"}));
 }
 
 }  // namespace

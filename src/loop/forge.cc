@@ -99,7 +99,8 @@ class ForgeRun {
   Verdict DeniedVerdict(const AttemptRow& a) const;
   Status EnsureSeed();
   Status FinishPending();
-  Result<std::string> CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt);
+  Result<std::string> CallModel(llm::LlmClient& client, const FittedRequest& req, const PromptLimits& limits, const std::string& agent,
+                                int64_t attempt);
   Status GenerateInto(AttemptRow& a, GenerationContext ctx);
   Result<bool> Functional(int64_t iteration, const AttemptRow* start, int made = 0);
   Status Optimize();
@@ -497,11 +498,16 @@ Status ForgeRun::EnsureSeed() {
   return Status::Ok();
 }
 
-Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt) {
+// A request that does not fit the model's context window is not sent: it is recorded with the
+// [context_too_long] error and fails like a failed call.
+Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const FittedRequest& fitted, const PromptLimits& limits,
+                                        const std::string& agent, int64_t attempt) {
+  const llm::ChatRequest& req = fitted.request;
   double t0 = Now();
+  Status fits = CheckFits(fitted, limits, client.Describe());
   llm::ChatRequest streamed = req;
   streamed.on_progress = [this, &agent, attempt](const llm::StreamProgress& p) { LiveProgress(agent, attempt, p); };
-  Result<llm::ChatResponse> r = client.Complete(streamed);
+  Result<llm::ChatResponse> r = fits.ok() ? client.Complete(streamed) : Result<llm::ChatResponse>(fits);
   LlmCallRow row;
   row.run_id = run_.id;
   row.attempt = attempt;
@@ -511,6 +517,10 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
   // The model the request went to (the client fills an unset one from its settings).
   if (prompt.value("model", "").empty()) prompt["model"] = r.ok() && !r->model.empty() ? r->model : ModelOfClient(client);
   row.prompt_json = prompt.dump();
+  const PromptSize size = MeasurePrompt(req);
+  row.prompt_chars = size.chars;
+  row.prompt_tokens_estimate = size.estimated_tokens;
+  row.prompt_shrunk = fitted.shrunk;
   if (r.ok()) {
     row.response_text = r->text;
     row.finish_reason = std::string(llm::FinishReasonName(r->finish_reason));
@@ -690,10 +700,12 @@ std::string CandidateText(const AttemptRow& a) {
 // Asks the model, extracts the candidate (asking once more when the answer was cut off, stopped
 // for repeating itself, or had no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
 Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
-  KF_ASSIGN_OR_RETURN(llm::ChatRequest req, BuildGenerationRequest(ctx));
-  ApplyRole(options_.generator_llm, &req.options);
+  llm::ChatOptions options;
+  ApplyRole(options_.generator_llm, &options);
+  KF_ASSIGN_OR_RETURN(const FittedRequest first, FitGenerationRequest(ctx, options, options_.generator_prompt));
+  FittedRequest req = first;
   for (int round = 0; round < 2; ++round) {
-    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, "generator", a.number));
+    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, options_.generator_prompt, "generator", a.number));
     Result<ExtractedCandidate> c = ExtractCandidate(answer, options_.backend);
     bool cut = answer.find("[kforge: the answer was cut off") != std::string::npos;
     if (c.ok() && !c->truncated && !cut) {
@@ -703,8 +715,7 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
     }
     bool looped = answer.find("[kforge: the answer was stopped: it kept repeating itself]") != std::string::npos;
     KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(looped ? "task_repetition.md" : "task_truncated.md", {}));
-    req.messages.push_back(llm::Message::Assistant(answer));
-    req.messages.push_back(llm::Message::User(c.ok() ? again : c.status().message()));
+    req = FitFollowUp(first, answer, c.ok() ? again : c.status().message(), options_.generator_prompt);
   }
   a.source = "// kforge: the model returned no usable code twice\n";
   return Status::Ok();
@@ -756,20 +767,19 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   json profile = BuildProfile(v);
   Recommendation rec = RuleAnalyst(profile);
   if (deps_.analyst) {
-    TemplateVars vars = {{"problem_name", problem_.name}, {"backend", options_.backend}, {"source", CandidateText(best)}, {"profile", profile.dump(1)}};
-    KF_ASSIGN_OR_RETURN(std::string system, RenderPrompt("analyst_system.md", vars));
-    KF_ASSIGN_OR_RETURN(std::string user, RenderPrompt("analyze.md", vars));
-    llm::ChatRequest req;
-    req.system = system;
-    req.messages.push_back(llm::Message::User(user));
-    ApplyRole(options_.analyst_llm, &req.options);
+    llm::ChatOptions options;
+    ApplyRole(options_.analyst_llm, &options);
+    const PromptLimits& limits = options_.analyst_prompt;
+    KF_ASSIGN_OR_RETURN(const FittedRequest first,
+                        FitAnalystRequest({problem_.name, options_.backend, CandidateText(best), profile}, options, limits));
+    FittedRequest req = first;
     // An answer that does not parse (cut off at the cap, prose, broken JSON) is re-asked once
     // with the reason; then the rules' recommendation is used, and the progress line says so.
     // A failed call (the server gone, an error answer) costs the run its analyst advice for
     // this pass, not the run: the rules advise instead, and the progress line says why. The
     // failed call is recorded like any other.
     for (int round = 0; round < 2; ++round) {
-      Result<std::string> called = CallModel(*deps_.analyst, req, "analyst", best.number);
+      Result<std::string> called = CallModel(*deps_.analyst, req, limits, "analyst", best.number);
       if (!called.ok()) {
         Progress("optimize", best, "analyst: the model call failed (" + FailureSummary(called.status().message(), 300) +
                                        "); using the rules' recommendation");
@@ -780,8 +790,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
       if (parsed.ok()) { rec = *parsed; break; }
       if (round == 1) { Progress("optimize", best, "analyst: its answer could not be read twice (" + parsed.status().message() + "); using the rules' recommendation"); break; }
       KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt("analyst_retry.md", {{"error", parsed.status().message()}}));
-      req.messages.push_back(llm::Message::Assistant(answer));
-      req.messages.push_back(llm::Message::User(again));
+      req = FitFollowUp(first, answer, again, limits);
     }
   }
   KF_RETURN_IF_ERROR(deps_.store->AddRecommendation({run_.id, best.number, rec.source, rec.ToJson().dump()}));
@@ -982,6 +991,7 @@ Result<ForgeSummary> ForgeRun::RunSteps() {
 json ForgeOptions::ToJson() const {
   return {{"problem", problem}, {"backend", backend}, {"model", model}, {"analyst_model", analyst_model},
           {"generator_llm", RoleToJson(generator_llm)}, {"analyst_llm", RoleToJson(analyst_llm)},
+          {"generator_prompt", generator_prompt.ToJson()}, {"analyst_prompt", analyst_prompt.ToJson()},
           {"iterations", iterations}, {"candidates", candidates}, {"functional_attempts", functional_attempts},
           {"max_evaluations", max_evaluations}, {"max_tokens", max_tokens}, {"max_cost_usd", max_cost_usd},
           {"max_seconds", max_seconds}, {"sol_target", sol_target}, {"patience", patience},
@@ -1003,6 +1013,9 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.analyst_model = j.value("analyst_model", "");
   o.generator_llm = RoleFromJson(j.value("generator_llm", json::object()));
   o.analyst_llm = RoleFromJson(j.value("analyst_llm", json::object()));
+  // Runs recorded before prompt limits existed: full prompts, nothing checked (as they ran).
+  o.generator_prompt = PromptLimits::FromJson(j.value("generator_prompt", json::object()));
+  o.analyst_prompt = PromptLimits::FromJson(j.value("analyst_prompt", json::object()));
   o.iterations = j.value("iterations", o.iterations);
   o.candidates = j.value("candidates", o.candidates);
   o.functional_attempts = j.value("functional_attempts", o.functional_attempts);

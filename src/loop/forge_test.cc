@@ -35,12 +35,16 @@
 #include <thread>
 #include <vector>
 
+#include "agent/generator.h"
+#include "agent/prompt_fit.h"
+#include "agent/prompt_template.h"
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "eval/python_worker.h"
 #include "kforge/llm/config.h"
 #include "kforge/llm/pricing.h"
 #include "kforge/llm/session.h"
+#include "kforge/problem.h"
 #include "llm/test_util.h"
 #include "store/run_store.h"
 
@@ -100,6 +104,7 @@ class ScriptedModelServer {
     std::string request_id;
     llm::Usage usage;  // as kforge normalises it (docs/llm.md, "Usage is normalised")
     json body;         // the request as sent
+    int64_t chars = 0;  // bytes of the system prompt and the messages' texts
   };
 
   ScriptedModelServer(Protocol protocol, std::vector<std::string> script)
@@ -234,11 +239,13 @@ class ScriptedModelServer {
       return out;
     };
     if (body.contains("system")) e.system = text_of(body["system"]);
+    e.chars = static_cast<int64_t>(e.system.size());
     for (const json& m : body.value("messages", json::array())) {
       if (m.value("role", "") == "system" || m.value("role", "") == "developer")
         e.system += text_of(m["content"]);
       else
         e.prompt += text_of(m["content"]) + "\n";
+      e.chars += static_cast<int64_t>(text_of(m["content"]).size());
     }
     return e;
   }
@@ -428,6 +435,21 @@ std::vector<std::string> Statuses(const std::vector<AttemptRow>& attempts, bool 
   return out;
 }
 
+// The request a received exchange came from, as far as its size goes: the system prompt and one
+// message per received message.
+llm::ChatRequest ToRequest(const ScriptedModelServer::Exchange& e) {
+  llm::ChatRequest r;
+  r.system = e.system;
+  for (const json& m : e.body.value("messages", json::array())) {
+    if (m.value("role", "") == "system" || m.value("role", "") == "developer") continue;
+    std::string text;
+    if (m["content"].is_string()) text = m["content"].get<std::string>();
+    for (const json& part : m["content"].is_array() ? m["content"] : json::array()) text += part.value("text", "");
+    r.messages.push_back(llm::Message::User(text));
+  }
+  return r;
+}
+
 // Every answered request is exactly one llm_calls row (matched by request id, with its agent and
 // tokens), every row is an answered request, and the run's totals are the sums of the rows.
 void ExpectCallsMatchServer(RunStore& store, int64_t run, const ScriptedModelServer& server) {
@@ -446,6 +468,9 @@ void ExpectCallsMatchServer(RunStore& store, int64_t run, const ScriptedModelSer
     const ScriptedModelServer::Exchange& e = it->second;
     EXPECT_EQ(call.agent, IsAnalyst(e) ? "analyst" : "generator");
     EXPECT_EQ(call.input_tokens, e.usage.input_tokens);
+    // The prompt's size as kforge measured it: the bytes the server received, and an estimate.
+    EXPECT_EQ(call.prompt_chars, e.chars);
+    EXPECT_EQ(call.prompt_tokens_estimate, MeasurePrompt(ToRequest(e)).estimated_tokens);
     EXPECT_EQ(call.output_tokens, e.usage.output_tokens);
     EXPECT_EQ(call.cached_tokens, e.usage.cached_input_tokens);
     EXPECT_TRUE(call.error.empty()) << call.error;
@@ -1280,6 +1305,22 @@ TEST(ForgeOptionsTest, GivenRoleSamplingItSurvivesTheRecordedConfiguration) {
   EXPECT_FALSE(ForgeOptions::FromJson(json::parse(R"({"problem":"gelu"})")).generator_llm.seed);
 }
 
+TEST(ForgeOptionsTest, GivenPromptLimitsTheySurviveTheRecordedConfiguration) {
+  ForgeOptions o;
+  o.generator_prompt = {llm::PromptProfile::kCompact, 16384, 4096};
+  o.analyst_prompt.context_window = 8192;
+  ForgeOptions back = ForgeOptions::FromJson(json::parse(o.ToJson().dump()));
+  EXPECT_EQ(back.generator_prompt.profile, llm::PromptProfile::kCompact);
+  EXPECT_EQ(back.generator_prompt.context_window, 16384);
+  EXPECT_EQ(back.generator_prompt.answer_tokens, 4096);
+  EXPECT_EQ(back.analyst_prompt.profile, llm::PromptProfile::kFull);
+  EXPECT_EQ(back.analyst_prompt.context_window, 8192);
+  // A run recorded before prompt limits: full prompts, nothing checked, as it ran.
+  ForgeOptions old = ForgeOptions::FromJson(json{{"problem", "gelu"}});
+  EXPECT_EQ(old.generator_prompt.profile, llm::PromptProfile::kFull);
+  EXPECT_EQ(old.generator_prompt.context_window, 0);
+}
+
 TEST(ForgeOptionsTest, GivenAPrecisionPolicyItSurvivesTheRecordedConfiguration) {
   ForgeOptions o;
   o.eval.precision = PrecisionPolicy::kBf16;
@@ -1385,6 +1426,111 @@ TEST_F(ForgeLoopTest, GivenAFasterCandidateItBecomesTheBestOnlyThroughConfirmati
   ExpectArtifacts(w, s->run_id, attempts);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 6: prompt size, the compact profile and the context window (issue 12, part 4).
+// ---------------------------------------------------------------------------------------------
+
+// The first generation prompt of a run on repeat_scale/cpp with `profile`, as the loop builds it.
+llm::ChatRequest FirstPrompt(llm::PromptProfile profile) {
+  Problem p = LoadProblem(kProblem / "problem.toml").value();
+  GenerationContext ctx;
+  ctx.problem = &p;
+  ctx.backend = "cpp";
+  ctx.task = "first";
+  ctx.profile = profile;
+  return BuildGenerationRequest(ctx).value();
+}
+
+// A prompt that cannot fit the model's context window, even shrunk, is never sent: the call is
+// recorded with [context_too_long] and the run fails with it, saying what to do.
+TEST_F(ForgeLoopTest, GivenAPromptOverTheContextWindowNothingIsSentAndTheRunFailsSayingWhatToDo) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("context-too-long");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  ForgeOptions o = LoopOptions(c.model);
+  o.generator_prompt.context_window = 1024;
+  o.generator_llm.max_output_tokens = 900;
+  Result<ForgeSummary> s = StartRun(o, deps);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(llm::LlmErrorKindOf(s.status()), llm::LlmErrorKind::kContextTooLong) << s.status().message();
+  EXPECT_TRUE(Contains(s.status().message(), "context window of 1024 tokens")) << s.status().message();
+  EXPECT_EQ(server.received(), 0) << "nothing was sent";
+  Result<RunRow> run = w.store->GetRun(1);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, "failed");
+  std::vector<LlmCallRow> calls = Calls(*w.store, 1);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(Contains(calls[0].error, "[context_too_long]")) << calls[0].error;
+  EXPECT_EQ(calls[0].input_tokens, 0);
+  EXPECT_EQ(calls[0].prompt_chars, MeasurePrompt(FirstPrompt(llm::PromptProfile::kCompact)).chars);
+  EXPECT_EQ(calls[0].prompt_shrunk, "compact profile");
+}
+
+// A full prompt one profile too big is shrunk to the compact one, sent, and recorded as shrunk;
+// the recorded prompt tokens are the server's count.
+TEST_F(ForgeLoopTest, GivenAFullPromptOverTheContextWindowItIsSentCompactAndRecordedAsShrunk) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("context-shrunk");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  ForgeOptions o = LoopOptions(c.model);
+  o.iterations = 0;
+  o.generator_llm.max_output_tokens = 700;
+  o.generator_prompt.context_window = MeasurePrompt(FirstPrompt(llm::PromptProfile::kCompact)).estimated_tokens + 700;
+  ASSERT_GT(MeasurePrompt(FirstPrompt(llm::PromptProfile::kFull)).estimated_tokens + 700, o.generator_prompt.context_window);
+  Result<ForgeSummary> s = StartRun(o, deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<ScriptedModelServer::Exchange> ex = server.answered();
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_TRUE(Contains(ex[0].prompt, BackendPromptSection("cpp", "abi-summary").value()));
+  EXPECT_FALSE(Contains(ex[0].prompt, "candidate ABI"));
+  std::vector<LlmCallRow> calls = Calls(*w.store, s->run_id);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].prompt_shrunk, "compact profile");
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
+}
+
+// The profile is the model's: a [models.X] entry with prompt_profile = "compact" gets the ABI
+// summary, and --prompt-profile full wins over it. `kforge show` prints each call's prompt size.
+TEST_F(ForgeLoopTest, GivenAModelWithTheCompactProfileItsPromptsCarryTheAbiSummary) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), CodeAnswer("slow.cc")});
+  Workspace w("profile-per-model");
+  fs::path config = w.dir / "llm.toml";
+  llm::testing::WriteFile(config, "[models.small]\nprovider = \"openai-compat\"\nmodel = \"scripted-kernel-model\"\n"
+                                  "base_url = \"" + server.base_url() + "\"\nprompt_profile = \"compact\"\n"
+                                  "context_window = 16384\n");
+  std::vector<std::string> args = {"optimize", kProblem.string(), "--llm", "small", "--llm-config", config.string(),
+                                   "--iterations", "0", "--budget-ms", "30", "--generator-max-output-tokens", "700"};
+  KforgeProcess compact(w.dir, args);
+  ASSERT_EQ(compact.Wait(120), 0) << compact.Log();
+  args.insert(args.end(), {"--prompt-profile", "full"});
+  KforgeProcess full(w.dir, args);
+  ASSERT_EQ(full.Wait(120), 0) << full.Log();
+  std::vector<ScriptedModelServer::Exchange> ex = server.answered();
+  ASSERT_EQ(ex.size(), 2u);
+  const std::string summary = BackendPromptSection("cpp", "abi-summary").value();
+  EXPECT_TRUE(Contains(ex[0].prompt, summary));
+  EXPECT_FALSE(Contains(ex[0].prompt, "candidate ABI"));
+  EXPECT_FALSE(Contains(ex[1].prompt, summary));
+  EXPECT_TRUE(Contains(ex[1].prompt, "candidate ABI"));
+  EXPECT_LT(ex[0].chars, ex[1].chars);
+  for (int64_t run : {1, 2}) {
+    std::vector<LlmCallRow> calls = Calls(*w.store, run);
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].input_tokens, ex[run - 1].usage.input_tokens);
+    EXPECT_EQ(calls[0].prompt_chars, ex[run - 1].chars);
+    EXPECT_EQ(calls[0].prompt_shrunk, "");
+  }
+  KforgeProcess show(w.dir, {"show", "1", "--attempt", "1"});
+  ASSERT_EQ(show.Wait(30), 0) << show.Log();
+  std::vector<LlmCallRow> calls = Calls(*w.store, 1);
+  const std::string line = "prompt: " + std::to_string(ex[0].usage.input_tokens) + " tokens (server) / ~" +
+                           std::to_string(calls[0].prompt_tokens_estimate) + " estimated, " + std::to_string(ex[0].chars) + " chars";
+  EXPECT_TRUE(Contains(show.Log(), line)) << line << "\n" << show.Log();
+}
 
 // Issue 12, fix 8: the memory's line for a failed attempt is its error, not 200 characters of
 // a temporary path.

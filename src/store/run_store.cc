@@ -18,13 +18,14 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace kforge {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Bump when the schema changes, with a migration below that upgrades from the previous version.
+// Bump when the schema changes, and add the upgrade from the previous version to kUpgrades.
 constexpr int64_t kSchemaVersion = 2;
 constexpr int kBusyTimeoutMs = 5000;
 
@@ -101,17 +102,20 @@ constexpr const char* kSchema[] = {
     "CREATE INDEX stages_by_run ON stages (run_id)",
 };
 
-// Upgrades, applied in order to a store older than their version (a new store is made at
-// version 1 and upgraded too, so both paths are the same statements). Each runs in the open
-// transaction of Init, with its version row.
-struct Migration {
-  int64_t version;
-  const char* sql;
+// Upgrades: kUpgrades[i] takes a store from version i + 1 to i + 2. A new store is made at
+// version 1 (kSchema) and upgraded like an old one, so there is one definition of each column.
+// ADD COLUMN with a default fills the rows written before; older kforge versions refuse the
+// upgraded store (its version is newer than they know).
+struct Upgrade {
+  std::vector<const char*> statements;
 };
-constexpr Migration kMigrations[] = {
-    // 2: how each answer came (streamed, first token, server time, estimated usage).
-    {2, "ALTER TABLE llm_calls ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}'"},
+const Upgrade kUpgrades[] = {
+    // Version 2: each call's prompt size (chars, kforge's token estimate) and what was cut to fit.
+    {{"ALTER TABLE llm_calls ADD COLUMN prompt_chars INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE llm_calls ADD COLUMN prompt_tokens_estimate INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE llm_calls ADD COLUMN prompt_shrunk TEXT NOT NULL DEFAULT ''"}},
 };
+static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade per version after the first");
 
 // Covering indexes for Totals, which the loop runs after every step: without them SQLite reads
 // every row's prompt and source (the summed columns sit behind them, on overflow pages), 5.7 ms
@@ -234,7 +238,10 @@ LlmCallRow ReadLlmCall(Statement& s) {
   c.request_id = s.Text(13);
   c.error = s.Text(14);
   c.created_at = s.Text(15);
-  c.details_json = s.Text(16);
+  c.prompt_chars = s.Int(16);
+  c.prompt_tokens_estimate = s.Int(17);
+  c.prompt_shrunk = s.Text(18);
+  c.details_json = s.Text(19);
   return c;
 }
 
@@ -275,7 +282,7 @@ class SqliteRunStore final : public RunStore {
   Status CreateSchema();
   Status CheckSchema();
   Status RecordVersion(int64_t version);
-  Status Upgrade(int64_t from);  // Applies kMigrations newer than `from`.
+  Status UpgradeFrom(int64_t version);
   Result<double> WallSeconds(int64_t run_id);
   Result<bool> RunExists(int64_t id);
 
@@ -354,7 +361,7 @@ Status SqliteRunStore::Init() {
 Status SqliteRunStore::CreateSchema() {
   for (const char* sql : kSchema) KF_RETURN_IF_ERROR(Exec(sql, "creating the schema"));
   KF_RETURN_IF_ERROR(RecordVersion(1));
-  return Upgrade(1);
+  return UpgradeFrom(1);
 }
 
 Status SqliteRunStore::RecordVersion(int64_t version) {
@@ -363,19 +370,23 @@ Status SqliteRunStore::RecordVersion(int64_t version) {
   return s.Step() == SQLITE_DONE ? Status::Ok() : Error("recording the schema version");
 }
 
-Status SqliteRunStore::Upgrade(int64_t from) {
-  for (const Migration& m : kMigrations) {
-    if (m.version <= from) continue;
-    KF_RETURN_IF_ERROR(Exec(m.sql, "upgrading the schema"));
-    KF_RETURN_IF_ERROR(RecordVersion(m.version));
+// Runs inside Init's transaction: an upgrade is applied whole or not at all.
+Status SqliteRunStore::UpgradeFrom(int64_t version) {
+  for (int64_t v = version; v < kSchemaVersion; ++v) {
+    for (const char* sql : kUpgrades[v - 1].statements)
+      KF_RETURN_IF_ERROR(Exec(sql, fmt::format("upgrading the schema to version {}", v + 1)));
+    KF_RETURN_IF_ERROR(RecordVersion(v + 1));
   }
   return Status::Ok();
 }
 
 Status SqliteRunStore::CheckSchema() {
-  Statement s(db_, "SELECT MAX(version) FROM schema_version");
-  if (s.Step() != SQLITE_ROW) return Error("reading the schema version");
-  int64_t version = s.Int(0);
+  int64_t version = 0;
+  {  // finalized before an upgrade alters tables
+    Statement s(db_, "SELECT MAX(version) FROM schema_version");
+    if (s.Step() != SQLITE_ROW) return Error("reading the schema version");
+    version = s.Int(0);
+  }
   if (version > kSchemaVersion) {
     return Status::Unavailable(
         fmt::format("run store {} has schema version {}, newer than this kforge understands ({}); "
@@ -387,7 +398,7 @@ Status SqliteRunStore::CheckSchema() {
         fmt::format("run store {} has no valid schema version ({}); it is damaged or not kforge's",
                     path_.string(), version));
   }
-  return Upgrade(version);
+  return UpgradeFrom(version);
 }
 
 Result<bool> SqliteRunStore::RunExists(int64_t id) {
@@ -538,13 +549,16 @@ Result<int64_t> SqliteRunStore::AddLlmCall(const LlmCallRow& c) {
     Statement s(db_,
                 "INSERT INTO llm_calls (run_id, attempt, agent, model, prompt_json, "
                 "response_text, finish_reason, input_tokens, output_tokens, cached_tokens, "
-                "cost_usd, latency_ms, request_id, error, created_at, details_json) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+                "cost_usd, latency_ms, request_id, error, created_at, prompt_chars, "
+                "prompt_tokens_estimate, prompt_shrunk, details_json) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+                "?18, ?19)");
     s.BindInt(c.run_id).BindInt(c.attempt).BindText(c.agent).BindText(c.model);
     s.BindText(c.prompt_json).BindText(c.response_text).BindText(c.finish_reason);
     s.BindInt(c.input_tokens).BindInt(c.output_tokens).BindInt(c.cached_tokens);
     s.BindReal(c.cost_usd).BindReal(c.latency_ms).BindText(c.request_id).BindText(c.error);
-    s.BindText(NowUtc()).BindText(c.details_json.empty() ? "{}" : c.details_json);
+    s.BindText(NowUtc()).BindInt(c.prompt_chars).BindInt(c.prompt_tokens_estimate);
+    s.BindText(c.prompt_shrunk).BindText(c.details_json.empty() ? "{}" : c.details_json);
     if (s.Step() != SQLITE_DONE) return Error("recording an LLM call", c.run_id);
     id = sqlite3_last_insert_rowid(db_);
     return Status::Ok();
@@ -557,8 +571,8 @@ Result<std::vector<LlmCallRow>> SqliteRunStore::LlmCalls(int64_t run_id) {
   Statement s(db_,
               "SELECT id, run_id, attempt, agent, model, prompt_json, response_text, "
               "finish_reason, input_tokens, output_tokens, cached_tokens, cost_usd, latency_ms, "
-              "request_id, error, created_at, details_json FROM llm_calls WHERE run_id = ?1 "
-              "ORDER BY id");
+              "request_id, error, created_at, prompt_chars, prompt_tokens_estimate, prompt_shrunk, "
+              "details_json FROM llm_calls WHERE run_id = ?1 ORDER BY id");
   s.BindInt(run_id);
   std::vector<LlmCallRow> calls;
   int rc;

@@ -73,6 +73,11 @@ struct LlmCallRow {
   // "tokens_per_s", "usage_estimated"}, each present when known (docs/run-store.md).
   std::string details_json = "{}";
   std::string created_at;
+  // The prompt's size as kforge measured it before sending (the server's count is input_tokens):
+  // bytes of its text, kforge's token estimate (agent/prompt_fit.h), and what was cut to fit the
+  // context window ("" = nothing). 0 and "" in calls recorded before schema version 2.
+  int64_t prompt_chars = 0, prompt_tokens_estimate = 0;
+  std::string prompt_shrunk;
 };
 
 struct RecommendationRow {

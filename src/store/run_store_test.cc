@@ -103,6 +103,9 @@ LlmCallRow SampleCall(int64_t run_id, int64_t input, int64_t output, double cost
   c.cost_usd = cost;
   c.latency_ms = 1234.5;
   c.request_id = "req-1";
+  c.prompt_chars = input * 3;
+  c.prompt_tokens_estimate = input + 5;
+  c.prompt_shrunk = "dropped 1 oldest memory line";
   return c;
 }
 
@@ -370,6 +373,9 @@ TEST_F(RunStoreTest, GivenLlmCalls_TheyRoundTripAndTotalsAddThemUp) {
   EXPECT_DOUBLE_EQ(first.cost_usd, 0.25);
   EXPECT_DOUBLE_EQ(first.latency_ms, 1234.5);
   EXPECT_EQ(first.request_id, "req-1");
+  EXPECT_EQ(first.prompt_chars, 3000);
+  EXPECT_EQ(first.prompt_tokens_estimate, 1005);
+  EXPECT_EQ(first.prompt_shrunk, "dropped 1 oldest memory line");
   EXPECT_TRUE(IsIsoUtc(first.created_at));
   EXPECT_EQ((*calls)[2].error, "http 429: rate limited");
   EXPECT_EQ(first.details_json, "{}");
@@ -431,7 +437,8 @@ TEST_F(RunStoreTest, GivenAVersionOneStore_OpenUpgradesItAndKeepsItsRows) {
     int64_t run = store->CreateRun(SampleRun("old")).value();
     ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 10, 5, 0.1)).ok());
   }
-  QueryDirectly(db_, "ALTER TABLE llm_calls DROP COLUMN details_json");
+  for (const char* column : {"details_json", "prompt_chars", "prompt_tokens_estimate", "prompt_shrunk"})
+    QueryDirectly(db_, (std::string("ALTER TABLE llm_calls DROP COLUMN ") + column).c_str());
   QueryDirectly(db_, "DELETE FROM schema_version WHERE version > 1");
   ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
   auto store = OpenStore();
@@ -568,6 +575,37 @@ TEST_F(RunStoreTest, GivenConcurrentWriters_AttemptNumbersAreUniqueAndDense) {
   EXPECT_EQ(seen.size(), size_t{kThreads * kEach});
   EXPECT_EQ(*seen.begin(), 1);
   EXPECT_EQ(*seen.rbegin(), kThreads * kEach);
+}
+
+// Schema version 2 added each call's prompt size: a version-1 store is upgraded when opened, its
+// earlier calls read 0 and "", and new calls keep their sizes.
+TEST_F(RunStoreTest, GivenAVersion1Store_OpenUpgradesItAndEarlierCallsHaveNoPromptSize) {
+  int64_t run = 0;
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    run = store->CreateRun(SampleRun("a")).value();
+    ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 1000, 200, 0.25)).ok());
+  }
+  for (const char* sql : {"ALTER TABLE llm_calls DROP COLUMN prompt_chars", "ALTER TABLE llm_calls DROP COLUMN prompt_tokens_estimate",
+                          "ALTER TABLE llm_calls DROP COLUMN prompt_shrunk", "ALTER TABLE llm_calls DROP COLUMN details_json",
+                          "DELETE FROM schema_version WHERE version = 2"})
+    QueryDirectly(db_, sql);
+  ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 3000, 400, 0.5)).ok());
+  auto calls = store->LlmCalls(run);
+  ASSERT_TRUE(calls.ok()) << calls.status().ToString();
+  ASSERT_EQ(calls->size(), 2u);
+  EXPECT_EQ((*calls)[0].input_tokens, 1000);
+  EXPECT_EQ((*calls)[0].prompt_chars, 0);
+  EXPECT_EQ((*calls)[0].prompt_tokens_estimate, 0);
+  EXPECT_EQ((*calls)[0].prompt_shrunk, "");
+  EXPECT_EQ((*calls)[1].prompt_chars, 9000);
+  EXPECT_EQ((*calls)[1].prompt_shrunk, "dropped 1 oldest memory line");
+  EXPECT_EQ(QueryDirectly(db_, "PRAGMA integrity_check"), "ok");
 }
 
 TEST_F(RunStoreTest, GivenANewerSchemaVersion_OpenRefusesWithAClearMessage) {

@@ -33,6 +33,14 @@ namespace kforge::llm {
 
 enum class WireFormat { kOpenAi, kAnthropic, kGemini, kReplay };
 
+// How much of kforge's reference material a generation prompt carries (docs/loop.md, "Prompt
+// size"): kFull, the backend's whole ABI document and its worked example; kCompact, a few lines of
+// ABI summary and the same one short example, for small models and small context windows.
+enum class PromptProfile { kFull, kCompact };
+// "full" -> kFull, "compact" -> kCompact; InvalidArgument naming both for anything else.
+Result<PromptProfile> ParsePromptProfile(std::string_view word);
+std::string_view PromptProfileName(PromptProfile profile);
+
 // Everything needed to talk to one model at one endpoint.
 struct ProviderSettings {
   std::string provider;  // Preset name: "openai", "anthropic", "gemini", "vllm", "replay", ...
@@ -65,6 +73,12 @@ struct ProviderSettings {
   std::optional<int> max_output_tokens;
   std::optional<int64_t> seed;
   ReasoningEffort reasoning_effort = ReasoningEffort::kUnset;
+  // The generation prompt's profile for this model (the `local` preset: kCompact).
+  PromptProfile prompt_profile = PromptProfile::kFull;
+  // The server's context window in tokens (prompt and answer together), when known; kforge
+  // keeps its prompts inside it (docs/loop.md, "Prompt size"). Unset: nothing is checked. The
+  // `local` preset: 16384, scripts/local-llm's default KFORGE_LLM_CTX.
+  std::optional<int> context_window;
 
   // "openai:gpt-5"; "openai-compat:m@http://host/v1" for a non-default URL; "replay:<path>".
   std::string Name() const;
@@ -98,6 +112,8 @@ struct SettingsOverride {
   std::optional<double> temperature;
   std::optional<int64_t> seed;
   std::optional<ReasoningEffort> reasoning_effort;
+  std::optional<PromptProfile> prompt_profile;
+  std::optional<int> context_window;
 
   void ApplyTo(ProviderSettings* settings) const;
 };
@@ -139,6 +155,8 @@ Result<ProviderSettings> ResolveModel(std::string_view model, const LlmConfig& c
 // The model scripts/local-llm serves (see docs/llm.md, "A local model").
 inline constexpr std::string_view kLocalModelName = "qwen2.5-coder-1.5b";
 inline constexpr std::string_view kLocalModelUrl = "http://127.0.0.1:8089/v1";
+// Its context window in tokens: scripts/local-llm's default KFORGE_LLM_CTX.
+inline constexpr int kLocalModelContext = 16384;
 
 }  // namespace kforge::llm
 
