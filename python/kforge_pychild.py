@@ -210,6 +210,49 @@ def load_module(path, name, overrides=None):
     return module
 
 
+def is_triton_compile_error(e):
+    """Triton compiles a @triton.jit kernel at its first call: its CompilationError (by name,
+    so that no Triton import is needed here)."""
+    return any(c.__name__ == "CompilationError" and c.__module__.startswith("triton") for c in type(e).__mro__)
+
+
+def triton_compile_log(e, path, shown_name):
+    """A Triton CompilationError written as a compiler's diagnostics: for it and the errors it
+    was raised from, "candidate.py:14:9: error: message" at the line of the candidate's file
+    (Triton counts from the kernel's def line), the line and a caret under the column.
+    "triton kernel line 3, column 9" where the def line is not found in `path`."""
+    try:
+        file_lines = open(path).read().split("\n")
+    except OSError:
+        file_lines = []
+    chain, seen = [], set()
+    while e is not None and id(e) not in seen and is_triton_compile_error(e):
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    out = []
+    for err in reversed(chain):  # the innermost first: it says what is wrong
+        node, src = getattr(err, "node", None), getattr(err, "src", None) or ""
+        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", 0) or 0
+        message = getattr(err, "error_message", None) or "in this call"
+        src_lines = src.split("\n")
+        if line is None or not 1 <= line <= len(src_lines):
+            out.append("%s: error: %s" % (shown_name, message))
+            continue
+        stripped = [l.strip() for l in file_lines]
+        def_line = stripped.index(src_lines[0].strip()) if src_lines[0].strip() in stripped else -1
+        if def_line >= 0:
+            indent = len(file_lines[def_line]) - len(file_lines[def_line].lstrip())
+            at, text, column = def_line + line, file_lines[def_line + line - 1], indent + col
+            out.append("%s:%d:%d: error: %s" % (shown_name, at, column + 1, message))
+        else:
+            at, text, column = line, src_lines[line - 1], col
+            out.append("triton kernel line %d, column %d: error: %s" % (line, col + 1, message))
+        out.append("%5d | %s" % (at, text))
+        out.append("%s | %s^" % (" " * max(5, len(str(at))), " " * column))
+    return "\n".join(out)
+
+
 def param_name(qualified, taken):
     base = re.sub(r"[^A-Za-z0-9_]", "_", qualified)
     name = base
@@ -508,8 +551,12 @@ class Child:
             except WorkerError as e:
                 reply = {"error": {"stage": e.stage, "message": str(e)}}
             except BaseException as e:  # the candidate's or the model's own exception, SystemExit too
-                tb = traceback.format_exc().splitlines()
-                reply = {"error": {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}}
+                if is_triton_compile_error(e):
+                    path = os.path.join(self.folder, self.spec.get("candidate") or "candidate.py")
+                    reply = {"error": {"stage": "kernel_compile", "message": triton_compile_log(e, path, os.path.basename(path))}}
+                else:
+                    tb = traceback.format_exc().splitlines()
+                    reply = {"error": {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}}
             self.chan.send(reply, blobs)
 
     # Problem state.

@@ -103,5 +103,57 @@ class ConstructTest(unittest.TestCase):
             self.construct(fake, "cuda:0", build)
 
 
+class FakeCompilationError(Exception):
+    """What Triton 3 raises when a @triton.jit kernel does not compile: the kernel's source from
+    its def line (src), the AST node at fault (lineno counted from the def line) and a message."""
+
+    def __init__(self, src, lineno, col, message):
+        super().__init__(message)
+        self.src, self.error_message = src, message
+        self.node = types.SimpleNamespace(lineno=lineno, col_offset=col)
+
+
+FakeCompilationError.__name__ = "CompilationError"
+FakeCompilationError.__module__ = "triton.compiler.errors"
+
+TRITON_CANDIDATE = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    y = tl.load(x_ptr + offs) * undefined_scale
+    tl.store(y_ptr + offs, y)
+"""
+
+
+class TritonCompileLogTest(unittest.TestCase):
+    def log(self, error):
+        import tempfile
+        import kforge_pychild
+        with tempfile.TemporaryDirectory() as folder:
+            path = folder + "/candidate.py"
+            with open(path, "w") as f:
+                f.write(TRITON_CANDIDATE)
+            return kforge_pychild.triton_compile_log(error, path, "candidate.py")
+
+    def test_given_a_triton_compile_error_it_names_the_candidates_line_and_shows_it(self):
+        src = TRITON_CANDIDATE[TRITON_CANDIDATE.index("def "):]
+        log = self.log(FakeCompilationError(src, 3, 32, "NameError('undefined_scale is not defined')"))
+        self.assertIn("candidate.py:8:33: error: NameError('undefined_scale is not defined')\n", log)
+        self.assertIn("    8 |     y = tl.load(x_ptr + offs) * undefined_scale\n", log)
+        self.assertIn("      | " + " " * 32 + "^", log)
+
+    def test_given_a_kernel_not_in_the_file_it_says_the_kernels_own_line(self):
+        log = self.log(FakeCompilationError("def other(x):\n    return x +\n", 2, 4, "invalid syntax"))
+        self.assertIn("triton kernel line 2, column 5: error: invalid syntax", log)
+
+    def test_other_exceptions_are_not_compile_errors(self):
+        import kforge_pychild
+        self.assertFalse(kforge_pychild.is_triton_compile_error(ValueError("x")))
+        self.assertTrue(kforge_pychild.is_triton_compile_error(FakeCompilationError("", 1, 0, "m")))
+
+
 if __name__ == "__main__":
     unittest.main()

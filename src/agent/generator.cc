@@ -27,6 +27,45 @@ std::string TrimCompilerOutput(const std::string& log) {
   return out.empty() ? TailLines(log, 20, 4000) : out;
 }
 
+// The problem file as the compact profile shows it: without its description (the prompt's
+// first section has it), its comments and the tables only kforge reads ([reference], [seeds],
+// [candidates]); names, sizes, shapes, attributes and cost stay. Line-based, for the problem
+// format's own layout (docs/problem-format.md).
+std::string CompactProblemToml(const std::string& toml) {
+  std::istringstream in(toml);
+  std::string line, out;
+  bool in_description = false, skip_table = false, blank = false;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(" \t");
+    const std::string trimmed = first == std::string::npos ? "" : line.substr(first);
+    if (in_description) {
+      in_description = trimmed.find("\"\"\"") == std::string::npos;
+      continue;
+    }
+    if (trimmed.rfind("description", 0) == 0) {
+      size_t open = trimmed.find("\"\"\"");
+      in_description = open != std::string::npos && trimmed.find("\"\"\"", open + 3) == std::string::npos;
+      continue;
+    }
+    if (trimmed.rfind('#', 0) == 0) continue;
+    if (trimmed.rfind('[', 0) == 0) skip_table = trimmed == "[reference]" || trimmed == "[seeds]" || trimmed == "[candidates]";
+    if (skip_table || (trimmed.empty() && blank)) continue;
+    blank = trimmed.empty();
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The ABI as the profile has it: the summary from the backend's prompt file, or the whole ABI
+// document (a backend without one, such as pytorch, falls back to its summary).
+Result<std::string> AbiText(const std::string& backend, llm::PromptProfile profile) {
+  if (profile == llm::PromptProfile::kFull) {
+    Result<std::string> doc = ReadFile(DataDir() / "docs" / ("abi-" + backend + ".md"));
+    if (doc.ok()) return doc;
+  }
+  return BackendPromptSection(backend, "abi-summary");
+}
+
 }  // namespace
 
 std::string VerdictFeedback(const json& v) {
@@ -58,6 +97,7 @@ std::string VerdictFeedback(const json& v) {
 Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {
   const Problem& p = *c.problem;
   KF_ASSIGN_OR_RETURN(std::string toml, ReadFile(p.path));
+  if (c.profile == llm::PromptProfile::kCompact && p.format != ProblemFormat::kPyTorch) toml = CompactProblemToml(toml);
   std::string reference;
   if (p.format == ProblemFormat::kPyTorch) {
     reference = "(The PyTorch module above is the reference: Model with get_inputs() and get_init_inputs(). Native "
@@ -69,14 +109,14 @@ Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {
   }
   KF_ASSIGN_OR_RETURN(std::string files, BackendPromptSection(c.backend, "answer-format"));
   KF_ASSIGN_OR_RETURN(std::string example, BackendPromptSection(c.backend, "example"));
-  Result<std::string> abi = ReadFile(DataDir() / "docs" / ("abi-" + c.backend + ".md"));
+  KF_ASSIGN_OR_RETURN(std::string abi, AbiText(c.backend, c.profile));
   TemplateVars vars = {{"backend", c.backend}, {"backend_files", files}};
   KF_ASSIGN_OR_RETURN(std::string system, RenderPrompt("generator_system.md", vars));
   KF_ASSIGN_OR_RETURN(std::string task, RenderPrompt("task_" + c.task + ".md", vars));
   std::string deny;
   for (const std::string& d : c.deny) deny += "- `" + d + "`\n";
   vars.insert({{"problem_name", p.name}, {"problem_description", p.description}, {"problem_toml", toml},
-               {"reference_source", reference}, {"abi", abi.ok() ? *abi : "(see kforge's ABI header)"},
+               {"reference_source", reference}, {"abi", abi},
                {"example", example}, {"transfer", c.transfer}, {"transfer_backend", c.transfer_backend},
                {"previous", c.previous}, {"verdict_status", c.verdict_status},
                {"verdict_feedback", c.verdict_feedback}, {"recommendation", c.recommendation},

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/llm/config.h"
 #include "kforge/llm/llm.h"
 #include "kforge/problem.h"
 
@@ -29,6 +30,11 @@ struct GenerationContext {
   std::string instructions;      // the user's own instructions
   std::string context;           // the user's context files, concatenated with headers
   std::vector<std::string> deny; // code patterns the user forbids
+  // kFull: the backend's ABI document (docs/abi-<backend>.md) and the whole problem file;
+  // kCompact: the ABI's summary (the abi-summary section of prompts/backends/<backend>.md) and
+  // the problem file without its description, comments and kforge-only tables. Both: the one
+  // worked example.
+  llm::PromptProfile profile = llm::PromptProfile::kFull;
 };
 
 // The request for the model. Fails when a template or the problem's files cannot be read.

@@ -93,6 +93,12 @@ class Device {
   virtual Result<LaunchTiming> Launch(const LaunchArgs& args) = 0;
   // Precision-relevant settings the candidate chose (e.g. OpenCL build options), as JSON.
   virtual nlohmann::json PrecisionReport() = 0;
+  // For backends that build kernel source while the candidate runs (OpenCL's clBuildProgram):
+  // the build that failed during the last Launch(), when that Launch() failed, as
+  // {"log": the driver's build log, "options": build options, "source": the source text,
+  // "code": the driver's error code}, each bounded (docs/worker-protocol.md). Null otherwise,
+  // and always for backends that build nothing at run time (the default).
+  virtual nlohmann::json LastBuildFailure() { return nullptr; }
 
   // Which kernels the candidate ran, recorded over the next Launch() only (the raw "kernels"
   // record of docs/worker-protocol.md; `call` names it there, e.g. "check set 0").

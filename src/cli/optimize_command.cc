@@ -27,6 +27,7 @@ struct LoopFlags {
   bool json = false;
   bool no_confirm = false;
   std::optional<int64_t> seed;  // --llm-seed: both roles
+  std::string prompt_profile;  // --prompt-profile as given: the generator's ("" = the model's)
 };
 
 Result<std::unique_ptr<RunStore>> OpenStore() { return RunStore::Open(WorkspaceDir() / "runs.db"); }
@@ -47,10 +48,25 @@ void FillRole(const llm::LlmConfig& config, const std::string& name, llm::RoleSe
   if (!role->seed) role->seed = it->second.seed;
 }
 
+// " (+2 failed)" after the count of answered calls, or "".
+std::string FailedCalls(const RunTotals& t) {
+  return t.failed_llm_calls > 0 ? fmt::format(" (+{} failed)", t.failed_llm_calls) : "";
+}
+
+// Each role's prompt limits from its model's settings (profile, context window, answer room);
+// --prompt-profile wins for the generator. A model that does not resolve keeps the defaults:
+// making its client reports why.
+void FillPromptLimits(const LoopFlags& f, const llm::LlmConfig& config, ForgeOptions* o) {
+  if (Result<llm::ProviderSettings> s = llm::ResolveModel(o->model, config); s.ok()) o->generator_prompt = LimitsFromSettings(*s);
+  const std::string& analyst = o->analyst_model.empty() ? o->model : o->analyst_model;
+  if (Result<llm::ProviderSettings> s = llm::ResolveModel(analyst, config); s.ok()) o->analyst_prompt = LimitsFromSettings(*s);
+  if (Result<llm::PromptProfile> p = llm::ParsePromptProfile(f.prompt_profile); p.ok()) o->generator_prompt.profile = *p;
+}
+
 void PrintSummary(const ForgeSummary& s, bool offline) {
   fmt::print("run {} {}: {}\n", s.run_id, s.status, s.stop_reason);
-  fmt::print("  attempts {}  llm calls {}  tokens in {} out {}  cost ${:.4f}\n", s.attempts, s.totals.llm_calls,
-             s.totals.input_tokens, s.totals.output_tokens, s.totals.cost_usd);
+  fmt::print("  attempts {}  llm calls {}{}  tokens in {} out {}  cost ${:.4f}\n", s.attempts, s.totals.llm_calls,
+             FailedCalls(s.totals), s.totals.input_tokens, s.totals.output_tokens, s.totals.cost_usd);
   if (s.seed_ms > 0) fmt::print("  seed     {:.4f} ms\n", s.seed_ms);
   if (s.best_attempt > 0) {
     fmt::print("  best     {:.4f} ms (attempt {}), SOL {:.1f}%", s.best_ms, s.best_attempt, s.sol_percent);
@@ -82,6 +98,7 @@ Result<ForgeSummary> RunForge(LoopFlags& f, bool resume, bool* offline) {
     if (f.seed) f.options.generator_llm.seed = f.options.analyst_llm.seed = f.seed;
     FillRole(config, "generator", &f.options.generator_llm);
     FillRole(config, "analyst", &f.options.analyst_llm);
+    if (!f.options.model.empty()) FillPromptLimits(f, config, &f.options);
   }
   std::unique_ptr<llm::LlmSession> session;
   std::unique_ptr<llm::LlmClient> generator, analyst;
@@ -112,11 +129,12 @@ int ListRuns() {
   if (!store.ok()) { fmt::print(stderr, "kforge runs: {}\n", store.status().message()); return kExitEnvironment; }
   Result<std::vector<RunRow>> runs = (*store)->ListRuns();
   if (!runs.ok()) { fmt::print(stderr, "kforge runs: {}\n", runs.status().message()); return kExitEnvironment; }
-  fmt::print("{:>4} {:<22} {:<26} {:<7} {:<26} {:<12} {:>10} {:>10} {:>8}\n", "id", "created", "problem", "backend", "model", "status", "seed_ms", "best_ms", "cost$");
+  // The model goes last and whole: model strings with a URL are long, and a cut one is useless.
+  fmt::print("{:>4} {:<24} {:<26} {:<7} {:<12} {:>10} {:>10} {:>8}  {}\n", "id", "created", "problem", "backend", "status", "seed_ms", "best_ms", "cost$", "model");
   for (const RunRow& r : *runs) {
     Result<RunTotals> t = (*store)->Totals(r.id);
-    fmt::print("{:>4} {:<22} {:<26} {:<7} {:<26} {:<12} {:>10.4f} {:>10.4f} {:>8.4f}\n", r.id, r.created_at, r.problem, r.backend,
-               r.model.substr(0, 26), r.status, r.seed_ms, r.best_ms, t.ok() ? t->cost_usd : 0.0);
+    fmt::print("{:>4} {:<24} {:<26} {:<7} {:<12} {:>10.4f} {:>10.4f} {:>8.4f}  {}\n", r.id, r.created_at, r.problem, r.backend,
+               r.status, r.seed_ms, r.best_ms, t.ok() ? t->cost_usd : 0.0, r.model);
   }
   return kExitOk;
 }
@@ -145,11 +163,26 @@ json AttemptJson(RunStore& store, const RunRow& run, const AttemptRow& a) {
                             {"finish_reason", c.finish_reason}, {"input_tokens", c.input_tokens},
                             {"output_tokens", c.output_tokens}, {"cached_tokens", c.cached_tokens}, {"cost_usd", c.cost_usd},
                             {"latency_ms", c.latency_ms}, {"request_id", c.request_id}, {"error", c.error},
+                            {"prompt_chars", c.prompt_chars}, {"prompt_tokens_estimate", c.prompt_tokens_estimate},
+                            {"prompt_shrunk", c.prompt_shrunk}, {"details", parsed(c.details_json)},
                             {"created_at", c.created_at}});
   }
   Result<std::vector<RecommendationRow>> recs = store.Recommendations(run.id);
   for (const RecommendationRow& r : recs.ok() ? *recs : std::vector<RecommendationRow>{})
     if (r.attempt == a.number) out["recommendations"].push_back({{"source", r.source}, {"recommendation", parsed(r.json)}});
+  return out;
+}
+
+// How an answer came (an llm_calls row's details), for the text view; "" when nothing is known.
+std::string DescribeDetails(const json& d) {
+  if (!d.is_object() || d.empty()) return "";
+  std::string out = d.value("streamed", false) ? "streamed" : "not streamed";
+  if (d.contains("first_token_ms")) out += fmt::format(", first token after {:.1f} s", d["first_token_ms"].get<double>() / 1000);
+  if (d.contains("tokens_per_s")) out += fmt::format(", {:.1f} tokens/s", d["tokens_per_s"].get<double>());
+  if (d.contains("server_ms"))
+    out += fmt::format(", server computed {:.1f} s, queued or in transit {:.1f} s", d["server_ms"].get<double>() / 1000,
+                       d.value("queue_ms", 0.0) / 1000);
+  if (d.value("usage_estimated", false)) out += ", token counts estimated by kforge (the answer was stopped before the server counted)";
   return out;
 }
 
@@ -164,6 +197,17 @@ std::string LastUserText(const json& request) {
       if (part.is_object() && part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
   }
   return text;
+}
+
+// "prompt: 1234 tokens (server) / ~1300 estimated, 3900 chars", with what was cut to fit the
+// context window; calls recorded before prompt sizes were (schema version 1) have none.
+std::string PromptSizeLine(const json& call) {
+  const int64_t chars = call["prompt_chars"].get<int64_t>(), server = call["input_tokens"].get<int64_t>();
+  if (chars == 0) return fmt::format("prompt: {} tokens (server); its size was not recorded", server);
+  std::string line = server > 0 ? fmt::format("prompt: {} tokens (server)", server) : "prompt: not counted by the server";
+  line += fmt::format(" / ~{} estimated, {} chars", call["prompt_tokens_estimate"].get<int64_t>(), chars);
+  if (const std::string shrunk = call["prompt_shrunk"].get<std::string>(); !shrunk.empty()) line += "; shrunk to fit the context window: " + shrunk;
+  return line;
 }
 
 int Show(const LoopFlags& f) {
@@ -198,6 +242,8 @@ int Show(const LoopFlags& f) {
                  c["output_tokens"].get<int64_t>(), c["cost_usd"].get<double>(), c["latency_ms"].get<double>(),
                  c["finish_reason"].get<std::string>().empty() ? "-" : c["finish_reason"].get<std::string>(),
                  c["error"].get<std::string>().empty() ? "" : "; error: " + c["error"].get<std::string>());
+      fmt::print("{}\n", PromptSizeLine(c));
+      if (std::string how = DescribeDetails(c.value("details", json::object())); !how.empty()) fmt::print("{}\n", how);
       fmt::print("prompt (last user message; --json has the whole request):\n{}\n", LastUserText(c["request"]));
       fmt::print("answer:\n{}\n", c["response"].get<std::string>());
     }
@@ -214,7 +260,8 @@ int Show(const LoopFlags& f) {
     if (t.ok())
       out["totals"] = {{"attempts", t->attempts}, {"correct", t->correct}, {"llm_calls", t->llm_calls},
                        {"input_tokens", t->input_tokens}, {"output_tokens", t->output_tokens}, {"cost_usd", t->cost_usd},
-                       {"stage_seconds", t->stage_seconds}};
+                       {"failed_llm_calls", t->failed_llm_calls}, {"stage_seconds", t->stage_seconds},
+                       {"wall_seconds", t->wall_seconds}};
     Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
     for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{})
       out["attempts"].push_back(AttemptJson(**store, *run, a));
@@ -226,8 +273,9 @@ int Show(const LoopFlags& f) {
   ForgeOptions config = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
   fmt::print("  precision {}\n", config.eval.precision ? PrecisionPolicyName(*config.eval.precision)
                                                        : "the problem's (not recorded)");
-  if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls, {} input + {} output tokens, ${:.4f}, {:.1f} s in stages\n",
-                         t->attempts, t->correct, t->llm_calls, t->input_tokens, t->output_tokens, t->cost_usd, t->stage_seconds);
+  if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls{}, {} input + {} output tokens, ${:.4f}, {:.1f} s ({:.1f} s of stages, parallel ones added)\n",
+                         t->attempts, t->correct, t->llm_calls, FailedCalls(*t), t->input_tokens, t->output_tokens, t->cost_usd,
+                         t->wall_seconds, t->stage_seconds);
   Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
   fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10} {:>7}  {}\n", "#", "phase", "iter", "state", "status", "median_ms", "SOL%", "params");
   for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{}) {
@@ -270,6 +318,9 @@ void AddSamplingFlags(CLI::App* cmd, LoopFlags* f) {
   cmd->add_option("--analyst-max-output-tokens", o.analyst_llm.max_output_tokens, "Analyst: output cap per answer (max_tokens)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--llm-seed", f->seed, "Sampling seed sent with every request (servers that honour it repeat their answers)");
+  cmd->add_option("--prompt-profile", f->prompt_profile,
+                  "Generation prompts: full (the ABI document) or compact (an ABI summary; the local preset's default)")
+      ->check(CLI::IsMember(std::vector<std::string>{"full", "compact"}));
 }
 
 }  // namespace

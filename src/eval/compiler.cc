@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "base/files.h"
+#include "eval/compile_log.h"
 #include "eval/worker_client.h"
 
 namespace kforge {
@@ -206,7 +207,9 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
   out.command = spec.argv;
   std::string full = r.err + r.out;
   if (backend.compile_report && kind == CompileKind::kCandidate) out.resources = backend.compile_report(full);
-  out.log = TailLines(full, 60, 16 << 10);
+  // The compiler saw `source_name`; the log names the candidate's own file (kind kReference:
+  // the problem's reference), with the first errors kept (eval/compile_log.h).
+  out.log = RenameSourceInLog(TrimCompilerLog(full), source_name, source.filename().string());
   if (!r.Succeeded()) out.log = "compiler " + r.Describe() + (r.start_error.empty() ? "" : ": " + r.start_error) + "\n" + out.log;
   out.ok = r.Succeeded() && fs::exists(dir / "candidate.so");
   if (out.ok) {

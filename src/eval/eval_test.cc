@@ -200,7 +200,9 @@ TEST_F(EvalTest, GivenAnErrorReturnTheCandidatesMessageIsKept) {
 TEST_F(EvalTest, GivenACompileErrorTheLogNamesTheLine) {
   Verdict v = Bad("compile_error");
   EXPECT_EQ(v.status, VerdictStatus::kCompileError);
-  EXPECT_NE(v.compiler_output.find("candidate.cc:3"), std::string::npos) << v.compiler_output;
+  // The compiler is given candidate.cc; the log names the candidate's own file.
+  EXPECT_NE(v.compiler_output.find("compile_error.cc:3:"), std::string::npos) << v.compiler_output;
+  EXPECT_EQ(v.compiler_output.find("candidate.cc"), std::string::npos) << v.compiler_output;
 }
 
 TEST_F(EvalTest, GivenATimeBelowTheTheoreticalFloorItIsSuspicious) {
@@ -344,6 +346,33 @@ TEST_F(EvalTest, GivenFastMathOpenClOptionsUnderAReducedPolicyTheToleranceAloneJ
   EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_EQ(v.precision["fast_math_allowed"], true);
   EXPECT_FALSE(v.precision["fast_math_options"].empty());
+}
+
+// Issue 12, fix 7: a model repeated `global` and `local` as variable names through four
+// repairs while the verdict was a runtime_error naming PoCL's temporary file. A kernel that
+// does not build is a compile_error whose log names the candidate's line and shows it.
+void ExpectKernelBuildLog(const Verdict& v, const std::string& location, const std::string& line) {
+  EXPECT_EQ(v.status, VerdictStatus::kCompileError) << v.message;
+  const std::string& log = v.compiler_output;
+  EXPECT_NE(log.find(location), std::string::npos) << log;
+  EXPECT_NE(log.find(" | " + line + "\n"), std::string::npos) << log;
+  EXPECT_EQ(log.find("/tmp"), std::string::npos) << log;
+  EXPECT_EQ(log.find("kcache"), std::string::npos) << log;
+  EXPECT_LE(log.size(), 16u << 10);
+}
+
+TEST_F(EvalTest, GivenAnOpenClKernelThatDoesNotBuildItIsACompileErrorAtTheClFilesLine) {
+  Verdict v = Eval("scale", kData / "bad" / "global_name_opencl.cpp", "opencl");
+  if (v.status == VerdictStatus::kRuntimeError && v.message.find("open device") != std::string::npos)
+    GTEST_SKIP() << "no OpenCL device here: " << v.message;
+  ExpectKernelBuildLog(v, "global_name_opencl.cl:4:", "  long global = get_global_id(0);");
+}
+
+TEST_F(EvalTest, GivenAnOpenClKernelInARawStringThatDoesNotBuildTheLogNamesTheCppFilesLine) {
+  Verdict v = Eval("scale", kData / "bad" / "local_name_opencl.cpp", "opencl");
+  if (v.status == VerdictStatus::kRuntimeError && v.message.find("open device") != std::string::npos)
+    GTEST_SKIP() << "no OpenCL device here: " << v.message;
+  ExpectKernelBuildLog(v, "local_name_opencl.cpp:11:", "  float local = v + b;");
 }
 
 // --- A worker's report of the wrong shape (a fault-injecting runner). -------------------------

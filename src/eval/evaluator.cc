@@ -17,6 +17,7 @@
 #include "base/stats.h"
 #include "base/subprocess.h"
 #include "eval/compare.h"
+#include "eval/compile_log.h"
 #include "eval/compiler.h"
 #include "eval/inputs.h"
 #include "eval/kernels.h"
@@ -139,6 +140,7 @@ class Evaluation {
                            const std::vector<std::vector<std::vector<double>>>& refs, bool fresh);
   Result<bool> RunCandidate();
   bool ProcessEnded(const WorkerRun& run);
+  void KernelBuildFailed(const json& build);
   bool CheckTrials(const WorkerRun& run);
   bool CheckTiming(const WorkerRun& run);
   bool CheckPrecision(const WorkerRun& run);
@@ -530,6 +532,10 @@ bool Evaluation::ProcessEnded(const WorkerRun& run) {
     Finish(VerdictStatus::kRuntimeError, "the candidate flooded its output: " + p.Describe() + where);
     return false;
   }
+  if (run.result.contains("error") && run.result["error"].contains("build_failure")) {
+    KernelBuildFailed(run.result["error"]["build_failure"]);
+    return false;
+  }
   if (run.result.contains("error")) {
     const json& e = run.result["error"];
     Finish(VerdictStatus::kRuntimeError, e.value("stage", "") + ": " + e.value("message", ""));
@@ -540,6 +546,27 @@ bool Evaluation::ProcessEnded(const WorkerRun& run) {
     return false;
   }
   return true;
+}
+
+// A kernel source the candidate built while it ran (OpenCL's clBuildProgram) did not build: a
+// compile_error like a toolchain's, its log at the candidate's own lines and trimmed the same
+// way (eval/compile_log.h). The record comes from the candidate's process: untrusted text.
+void Evaluation::KernelBuildFailed(const json& build) {
+  auto text = [&](const char* key) {
+    return build.is_object() && build.contains(key) && build[key].is_string() ? build[key].get<std::string>() : std::string();
+  };
+  const std::string source = text("source");
+  std::vector<CandidateFile> files;
+  if (Result<std::string> sibling = program_source_.empty() ? Result<std::string>(std::string()) : ReadFile(program_source_);
+      sibling.ok() && !sibling->empty())
+    files.push_back({program_source_.filename().string(), *sibling});
+  files.push_back({candidate_.filename().string(), source_});
+  const std::string log = MapKernelBuildLog(text("log"), source, LocateKernelSource(source, files));
+  const bool coded = build.is_object() && build.contains("code") && build["code"].is_number_integer();
+  const std::string code = coded ? std::to_string(build["code"].get<int64_t>()) : "?";
+  verdict_.compiler_output = TrimCompilerLog(std::string(backend_->name) + " kernel build failed (driver code " + code +
+                                             ", options \"" + text("options") + "\"):\n" + log);
+  Finish(VerdictStatus::kCompileError, "the candidate's kernel source does not build (at run time, on the device)");
 }
 
 bool Evaluation::CheckTrials(const WorkerRun& run) {
@@ -1281,9 +1308,15 @@ Result<bool> Evaluation::RunPythonCandidate() {
   verdict_.fingerprint["device"] = run.result.value("fingerprint", json::object());
   kernel_record_ = run.result.value("kernels", json());
   if (run.result.contains("parameters")) verdict_.precision["parameters"] = run.result["parameters"];
-  if (run.result.contains("error") && run.result["error"].value("stage", "") == "load") {
-    verdict_.compiler_output = TailLines(run.result["error"].value("message", ""), 40, 8000);
-    Finish(VerdictStatus::kCompileError, "the candidate does not load: " + run.result["error"].value("message", "").substr(0, 300));
+  // Import errors, inline builds (load_inline) and Triton kernels, which compile at their first
+  // call (stage "kernel_compile"), are the candidate's compile errors; the worker ran it as candidate.py.
+  const std::string failed_stage = run.result.contains("error") ? run.result["error"].value("stage", "") : "";
+  if (failed_stage == "load" || failed_stage == "kernel_compile") {
+    const std::string name = candidate_.filename().string();
+    const std::string message = RenameSourceInLog(run.result["error"].value("message", ""), "candidate.py", name);
+    verdict_.compiler_output = TrimCompilerLog(message);
+    Finish(VerdictStatus::kCompileError, failed_stage == "load" ? "the candidate does not load: " + message.substr(0, 300)
+                                                                : "a kernel of the candidate does not compile (at its first call)");
     Cleanup(run);
     return false;
   }

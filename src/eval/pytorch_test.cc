@@ -269,6 +269,9 @@ TEST_F(PyTorchTest, GivenASyntaxErrorItIsACompileErrorWithTheLine) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_syntax_error.py", "pytorch");
   EXPECT_EQ(v.status, VerdictStatus::kCompileError) << v.message;
   EXPECT_NE(v.compiler_output.find("line 3"), std::string::npos) << v.compiler_output;
+  // The worker ran it as candidate.py in a temporary folder; the log names the candidate's file.
+  EXPECT_NE(v.compiler_output.find("\"12_syntax_error.py\", line 3"), std::string::npos) << v.compiler_output;
+  EXPECT_EQ(v.compiler_output.find("candidate.py"), std::string::npos) << v.compiler_output;
 }
 
 TEST_F(PyTorchTest, GivenAModelNewWithAnInlineExtensionItIsBuiltInTheSandboxAndJudged) {

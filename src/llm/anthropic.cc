@@ -89,6 +89,7 @@ Result<Json> BodyOf(const ChatRequest& request, const ProviderSettings& settings
   body["messages"] = std::move(messages);
   if (options.temperature) body["temperature"] = *options.temperature;
   if (!options.stop.empty()) body["stop_sequences"] = options.stop;
+  if (settings.stream) body["stream"] = true;
   return body;
 }
 
@@ -179,37 +180,61 @@ Reply ParseMessage(const Json& body, int status) {
   return Reply::Ok(std::move(response));
 }
 
-struct StreamState {
-  ChatResponse response;
-  bool finished = false;
-};
-
-// Applies one stream event; returns a failure Reply for an "error" event.
-std::optional<Reply> FoldEvent(const Json& event, StreamState* state) {
-  std::string type = StringMember(event, "type");
-  ChatResponse& response = state->response;
-  if (type == "error") return Reply::Fail(ErrorFromEnvelope(event, 200));
-  if (type == "message_start") {
-    const Json* message = ObjectMember(event, "message");
-    if (!message) return std::nullopt;
-    response.request_id = StringMember(*message, "id");
-    response.model = StringMember(*message, "model");
-    if (const Json* usage = ObjectMember(*message, "usage")) MergeUsage(*usage, &response.usage);
-  } else if (type == "content_block_start") {
-    if (const Json* block = ObjectMember(event, "content_block")) AppendBlock(*block, &response);
-  } else if (type == "content_block_delta") {
-    const Json* delta = ObjectMember(event, "delta");
-    if (delta) response.text += StringMember(*delta, "text");
-    if (delta) response.reasoning += StringMember(*delta, "thinking");
-  } else if (type == "message_delta") {
-    const Json* delta = ObjectMember(event, "delta");
-    std::string stop = delta ? StringMember(*delta, "stop_reason") : "";
-    if (!stop.empty()) SetFinish(stop, &response);
-    state->finished = state->finished || !stop.empty();
-    if (const Json* usage = ObjectMember(event, "usage")) MergeUsage(*usage, &response.usage);
+// Applies message_start, content_block_start/delta and message_delta events; an "error" event
+// ends the stream with that error.
+class AnthropicStreamFold : public StreamFold {
+ public:
+  void Add(const SseEvent& event) override {
+    if (failure_) return;
+    std::string parse_error;
+    std::optional<Json> data = ParseJson(event.data, &parse_error);
+    if (!data) {
+      failure_ = Reply::Fail(LlmErrorKind::kBadResponse, "stream event: " + parse_error);
+      return;
+    }
+    Fold(*data);
   }
-  return std::nullopt;  // ping, content_block_stop, message_stop.
-}
+
+  const ChatResponse& partial() const override { return response_; }
+
+  Reply Finish() override {
+    if (failure_) return *failure_;
+    if (!finished_) {
+      return Reply::Fail(LlmErrorKind::kBadResponse, "stream ended without a stop_reason");
+    }
+    return Reply::Ok(response_);
+  }
+
+ private:
+  void Fold(const Json& event) {
+    std::string type = StringMember(event, "type");
+    if (type == "error") {
+      failure_ = Reply::Fail(ErrorFromEnvelope(event, 200));
+    } else if (type == "message_start") {
+      const Json* message = ObjectMember(event, "message");
+      if (!message) return;
+      response_.request_id = StringMember(*message, "id");
+      response_.model = StringMember(*message, "model");
+      if (const Json* usage = ObjectMember(*message, "usage")) MergeUsage(*usage, &response_.usage);
+    } else if (type == "content_block_start") {
+      if (const Json* block = ObjectMember(event, "content_block")) AppendBlock(*block, &response_);
+    } else if (type == "content_block_delta") {
+      const Json* delta = ObjectMember(event, "delta");
+      if (delta) response_.text += StringMember(*delta, "text");
+      if (delta) response_.reasoning += StringMember(*delta, "thinking");
+    } else if (type == "message_delta") {
+      const Json* delta = ObjectMember(event, "delta");
+      std::string stop = delta ? StringMember(*delta, "stop_reason") : "";
+      if (!stop.empty()) SetFinish(stop, &response_);
+      finished_ = finished_ || !stop.empty();
+      if (const Json* usage = ObjectMember(event, "usage")) MergeUsage(*usage, &response_.usage);
+    }  // ping, content_block_stop, message_stop.
+  }
+
+  ChatResponse response_;
+  std::optional<Reply> failure_;
+  bool finished_ = false;
+};
 
 class AnthropicWire : public WireCodec {
  public:
@@ -240,18 +265,8 @@ class AnthropicWire : public WireCodec {
     return ParseMessage(*body, http.status);
   }
 
-  Reply ParseStream(std::string_view sse_body) const override {
-    StreamState state;
-    for (const SseEvent& event : ParseSse(sse_body)) {
-      std::string parse_error;
-      std::optional<Json> data = ParseJson(event.data, &parse_error);
-      if (!data) return Reply::Fail(LlmErrorKind::kBadResponse, "stream event: " + parse_error);
-      if (std::optional<Reply> failure = FoldEvent(*data, &state)) return *failure;
-    }
-    if (!state.finished) {
-      return Reply::Fail(LlmErrorKind::kBadResponse, "stream ended without a stop_reason");
-    }
-    return Reply::Ok(std::move(state.response));
+  std::unique_ptr<StreamFold> NewStreamFold() const override {
+    return std::make_unique<AnthropicStreamFold>();
   }
 };
 

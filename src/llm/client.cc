@@ -6,6 +6,7 @@
 
 #include "kforge/llm/secrets.h"
 #include "llm/retry.h"
+#include "llm/stream_watch.h"
 
 namespace kforge::llm {
 
@@ -105,7 +106,8 @@ class HttpLlmClient : public LlmClient {
     KF_ASSIGN_OR_RETURN(HttpRequest http, wire_->BuildRequest(effective, settings_, key_));
     http.connect_timeout = settings_.connect_timeout;
     http.total_timeout = settings_.timeout;
-    return Run(http, model);
+    if (settings_.stream) http.idle_timeout = settings_.idle_timeout;
+    return Run(http, effective);
   }
 
   std::string Describe() const override { return name_; }
@@ -142,12 +144,13 @@ class HttpLlmClient : public LlmClient {
                             "vision = true for it in the config or price table if it does");
   }
 
-  Result<ChatResponse> Run(const HttpRequest& http, const std::string& model) {
+  Result<ChatResponse> Run(const HttpRequest& http, const ChatRequest& request) {
+    const std::string& model = request.options.model;
     const auto start = env_.clock->Now();
     bool lost = false;
     for (int attempt = 1;; ++attempt) {
       const auto attempt_start = env_.clock->Now();
-      Reply reply = Attempt(http);
+      Reply reply = settings_.stream ? StreamedAttempt(http, request, attempt_start) : Attempt(http);
       if (reply.ok()) {
         reached_ = true;
         ChatResponse& response = *reply.response;
@@ -185,6 +188,35 @@ class HttpLlmClient : public LlmClient {
     Reply reply = wire_->ParseReply(*response);
     AddHeaderFacts(*response, &reply);
     return reply;
+  }
+
+  // A streamed attempt: the answer is read as it arrives (StreamWatch). A server that answers
+  // with a plain JSON body instead (it ignored "stream") is read as an ordinary answer.
+  Reply StreamedAttempt(HttpRequest http, const ChatRequest& request,
+                        std::chrono::steady_clock::time_point start) {
+    StreamWatch watch(*wire_, settings_.stop_on_repetition, env_.clock, start,
+                      request.on_progress);
+    http.on_body = [&watch](std::string_view bytes) { return watch.OnBytes(bytes); };
+    Result<HttpResponse> response = Post(http);
+    if (!response.ok()) return Reply::Fail(CallErrorFromStatus(response.status()));
+    if (response->status < 200 || response->status >= 300 || !IsEventStream(*response)) {
+      Reply reply = wire_->ParseReply(*response);
+      AddHeaderFacts(*response, &reply);
+      return reply;
+    }
+    Reply reply = watch.Finish(response->stopped, http.body.size());
+    AddHeaderFacts(*response, &reply);
+    if (reply.ok()) {
+      reply.response->streamed = true;
+      reply.response->first_token = watch.first_token();
+    }
+    return reply;
+  }
+
+  static bool IsEventStream(const HttpResponse& response) {
+    const std::string* type = response.FindHeader("content-type");
+    if (type) return type->find("text/event-stream") != std::string::npos;
+    return response.body.rfind("data:", 0) == 0 || response.body.rfind("event:", 0) == 0;
   }
 
   Result<HttpResponse> Post(const HttpRequest& http) {

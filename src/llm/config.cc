@@ -23,6 +23,9 @@ struct Preset {
   bool key_required;
   bool vision;
   std::string_view max_tokens_field;
+  // Small models: a compact generation prompt inside a known context window (0 = unknown).
+  int context_window = 0;
+  PromptProfile prompt_profile = PromptProfile::kFull;
 };
 
 // The one list of providers kforge knows by name. Anything else OpenAI-compatible is
@@ -50,8 +53,9 @@ constexpr std::array<Preset, 13> kPresets = {{
     {"together", WireFormat::kOpenAi, "https://api.together.xyz/v1", "TOGETHER_API_KEY", true,
      false, "max_tokens"},
     // scripts/local-llm's llama-server; "local" alone means "local:qwen2.5-coder-1.5b".
+    // Its context is scripts/local-llm's KFORGE_LLM_CTX default.
     {"local", WireFormat::kOpenAi, kLocalModelUrl, "KFORGE_LOCAL_LLM_API_KEY", false, false,
-     "max_tokens"},
+     "max_tokens", kLocalModelContext, PromptProfile::kCompact},
     {"replay", WireFormat::kReplay, "", "", false, true, "max_tokens"},
 }};
 
@@ -82,6 +86,8 @@ ProviderSettings FromPreset(const Preset& preset) {
   settings.key_required = preset.key_required;
   settings.vision_default = preset.vision;
   settings.max_tokens_field = std::string(preset.max_tokens_field);
+  settings.prompt_profile = preset.prompt_profile;
+  if (preset.context_window > 0) settings.context_window = preset.context_window;
   return settings;
 }
 
@@ -184,9 +190,25 @@ void SettingsOverride::ApplyTo(ProviderSettings* s) const {
   if (max_output_tokens) s->max_output_tokens = *max_output_tokens;
   if (connect_timeout) s->connect_timeout = *connect_timeout;
   if (timeout) s->timeout = *timeout;
+  if (idle_timeout) s->idle_timeout = *idle_timeout;
+  if (stream) s->stream = *stream;
+  if (stop_on_repetition) s->stop_on_repetition = *stop_on_repetition;
   if (temperature) s->temperature = *temperature;
   if (seed) s->seed = *seed;
   if (reasoning_effort) s->reasoning_effort = *reasoning_effort;
+  if (prompt_profile) s->prompt_profile = *prompt_profile;
+  if (context_window) s->context_window = *context_window;
+}
+
+Result<PromptProfile> ParsePromptProfile(std::string_view word) {
+  if (word == "full") return PromptProfile::kFull;
+  if (word == "compact") return PromptProfile::kCompact;
+  return Status::InvalidArgument("unknown prompt profile '" + std::string(word) +
+                                 "'; use \"full\" or \"compact\"");
+}
+
+std::string_view PromptProfileName(PromptProfile profile) {
+  return profile == PromptProfile::kCompact ? "compact" : "full";
 }
 
 // ---- Config file ------------------------------------------------------------------------------
@@ -306,6 +328,16 @@ Status ReadEffort(TableReader& reader, std::optional<ReasoningEffort>* out) {
   return Status::Ok();
 }
 
+Status ReadProfile(TableReader& reader, std::optional<PromptProfile>* out) {
+  std::optional<std::string> word;
+  KF_RETURN_IF_ERROR(reader.Read("prompt_profile", &word));
+  if (!word) return Status::Ok();
+  Result<PromptProfile> profile = ParsePromptProfile(*word);
+  if (!profile.ok()) return reader.Error("prompt_profile", profile.status().message());
+  *out = *profile;
+  return Status::Ok();
+}
+
 Result<SettingsOverride> ReadOverride(const toml::table& table, const std::string& path,
                                       std::string_view origin, const std::filesystem::path& base,
                                       bool is_model) {
@@ -324,15 +356,23 @@ Result<SettingsOverride> ReadOverride(const toml::table& table, const std::strin
   KF_RETURN_IF_ERROR(ReadInt(reader, "max_output_tokens", &o.max_output_tokens));
   KF_RETURN_IF_ERROR(reader.ReadSeconds("connect_timeout_s", &o.connect_timeout));
   KF_RETURN_IF_ERROR(reader.ReadSeconds("timeout_s", &o.timeout));
+  KF_RETURN_IF_ERROR(reader.ReadSeconds("idle_timeout_s", &o.idle_timeout));
+  KF_RETURN_IF_ERROR(reader.Read("stream", &o.stream));
+  KF_RETURN_IF_ERROR(reader.Read("stop_on_repetition", &o.stop_on_repetition));
   KF_RETURN_IF_ERROR(reader.Read("temperature", &o.temperature));
   KF_RETURN_IF_ERROR(reader.Read("seed", &o.seed));
   KF_RETURN_IF_ERROR(ReadEffort(reader, &o.reasoning_effort));
+  KF_RETURN_IF_ERROR(ReadProfile(reader, &o.prompt_profile));
+  KF_RETURN_IF_ERROR(ReadInt(reader, "context_window", &o.context_window));
   KF_RETURN_IF_ERROR(reader.CheckNoOtherKeys());
   if (o.max_concurrency && *o.max_concurrency < 1) {
     return reader.Error("max_concurrency", "must be at least 1");
   }
   if (o.max_output_tokens && *o.max_output_tokens < 1) {
     return reader.Error("max_output_tokens", "must be at least 1");
+  }
+  if (o.context_window && *o.context_window < 256) {
+    return reader.Error("context_window", "must be at least 256 (tokens)");
   }
   return o;
 }

@@ -116,6 +116,8 @@ TEST(LlmConfigTest, GivenTheDocumentedExampleEveryKeyIsRead) {
   EXPECT_EQ(qwen->temperature, 0.2);
   EXPECT_EQ(qwen->seed, 7);
   EXPECT_EQ(qwen->vision, false);
+  EXPECT_EQ(qwen->context_window, 32768);
+  EXPECT_EQ(qwen->prompt_profile, PromptProfile::kCompact);
 
   Result<ProviderSettings> thinker = ResolveModel("deep-thinker", *config);
   ASSERT_TRUE(thinker.ok());
@@ -144,6 +146,36 @@ TEST(ParseModelSpecTest, GivenLocalAloneItIsTheModelScriptsLocalLlmServes) {
   EXPECT_FALSE(local.vision_default);
   EXPECT_EQ(local.max_tokens_field, "max_tokens");
   EXPECT_EQ(local.Name(), "local:qwen2.5-coder-1.5b");
+}
+
+// Small models get small prompts: the local preset is compact inside scripts/local-llm's
+// 16384-token context; every other preset is full with no window (nothing is checked).
+TEST(ParseModelSpecTest, GivenTheLocalPresetItsPromptsAreCompactInsideA16kWindow) {
+  ProviderSettings local = Parse("local");
+  EXPECT_EQ(local.prompt_profile, PromptProfile::kCompact);
+  EXPECT_EQ(local.context_window, 16384);
+  for (const char* spec : {"openai:gpt-5", "vllm:m", "ollama:llama3.2:3b"}) {
+    ProviderSettings other = Parse(spec);
+    EXPECT_EQ(other.prompt_profile, PromptProfile::kFull) << spec;
+    EXPECT_FALSE(other.context_window) << spec;
+  }
+}
+
+TEST(LlmConfigTest, GivenAPromptProfileAndWindowPerModelOrProviderTheyAreApplied) {
+  Result<LlmConfig> config = ParseText(
+      "[providers.ollama]\nprompt_profile = \"compact\"\ncontext_window = 8192\n"
+      "[models.big-local]\nprovider = \"local\"\nmodel = \"qwen2.5-coder-7b\"\nprompt_profile = \"full\"\n"
+      "context_window = 32768\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  Result<ProviderSettings> ollama = ResolveModel("ollama:qwen2.5-coder:7b", *config);
+  ASSERT_TRUE(ollama.ok()) << ollama.status().ToString();
+  EXPECT_EQ(ollama->prompt_profile, PromptProfile::kCompact);
+  EXPECT_EQ(ollama->context_window, 8192);
+  Result<ProviderSettings> big = ResolveModel("big-local", *config);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(big->prompt_profile, PromptProfile::kFull);
+  EXPECT_EQ(big->context_window, 32768);
+  EXPECT_EQ(ResolveModel("openai:gpt-5", *config)->prompt_profile, PromptProfile::kFull);
 }
 
 TEST(ParseModelSpecTest, GivenLocalWithAModelAndUrlTheyWin) {
@@ -227,6 +259,9 @@ TEST(LlmConfigTest, GivenMistakesItNamesTheKeyAndTheFile) {
            Case{"[roles.analyst]\ntemperature = -1", "roles.analyst.temperature must not be"},
            Case{"[roles.analyst]\ntop_p = 1", "roles.analyst.top_p is not a known setting"},
            Case{"[models.x]\nmodel = \"m\"\nseed = \"7\"", "models.x.seed has the wrong type"},
+           Case{"[models.x]\nprompt_profile = \"tiny\"", "use \"full\" or \"compact\""},
+           Case{"[providers.local]\ncontext_window = 100",
+                "providers.local.context_window must be at least 256"},
        }) {
     Result<LlmConfig> config = ParseText(c.text);
     ASSERT_FALSE(config.ok()) << c.text;

@@ -1,5 +1,6 @@
 // Google Gemini generateContent
-// (POST {base_url}/models/{model}:generateContent, base_url
+// (POST {base_url}/models/{model}:generateContent, or :streamGenerateContent?alt=sse when
+// streaming; base_url
 // "https://generativelanguage.googleapis.com/v1beta").
 //
 // Request (camelCase proto JSON): {"systemInstruction":{"parts":[{"text"}]}, "contents":
@@ -76,9 +77,11 @@ Json BodyOf(const ChatRequest& request) {
   return body;
 }
 
-std::string ModelPath(std::string_view model) {
+// Streamed: ":streamGenerateContent?alt=sse" answers with server-sent events.
+std::string ModelPath(std::string_view model, bool stream) {
   if (model.substr(0, 7) == "models/") model.remove_prefix(7);
-  return "models/" + std::string(model) + ":generateContent";
+  return "models/" + std::string(model) +
+         (stream ? ":streamGenerateContent?alt=sse" : ":generateContent");
 }
 
 bool IsSafetyFinish(std::string_view reason) {
@@ -241,12 +244,46 @@ Reply ParseFailure(const HttpResponse& http) {
   return Reply::Fail(std::move(out));
 }
 
+// Each event is one GenerateContentResponse chunk; the last one carries the finishReason.
+class GeminiStreamFold : public StreamFold {
+ public:
+  void Add(const SseEvent& event) override {
+    if (failure_) return;
+    std::string parse_error;
+    std::optional<Json> chunk = ParseJson(event.data, &parse_error);
+    if (!chunk) {
+      failure_ = Reply::Fail(LlmErrorKind::kBadResponse, "stream chunk: " + parse_error);
+    } else if (const Json* error = ObjectMember(*chunk, "error")) {
+      int code = static_cast<int>(IntMember(*error, "code"));
+      failure_ = ParseFailure(HttpResponse{code >= 400 ? code : 500, {}, event.data});
+    } else {
+      FoldResponse(*chunk, &response_);
+      any_ = true;
+    }
+  }
+
+  const ChatResponse& partial() const override { return response_; }
+
+  Reply Finish() override {
+    if (failure_) return *failure_;
+    if (!any_ || response_.finish_reason == FinishReason::kUnknown) {
+      return Reply::Fail(LlmErrorKind::kBadResponse, "stream ended without a finishReason");
+    }
+    return Reply::Ok(response_);
+  }
+
+ private:
+  ChatResponse response_;
+  std::optional<Reply> failure_;
+  bool any_ = false;
+};
+
 class GeminiWire : public WireCodec {
  public:
   Result<HttpRequest> BuildRequest(const ChatRequest& request, const ProviderSettings& settings,
                                    const Secret& key) const override {
     HttpRequest http;
-    http.url = JoinUrl(settings.base_url, ModelPath(request.options.model));
+    http.url = JoinUrl(settings.base_url, ModelPath(request.options.model, settings.stream));
     http.headers.push_back({"Content-Type", "application/json"});
     if (!key.empty()) http.headers.push_back({"x-goog-api-key", key.Reveal()});
     http.body = BodyOf(request).dump();
@@ -271,24 +308,8 @@ class GeminiWire : public WireCodec {
     return Reply::Ok(std::move(response));
   }
 
-  Reply ParseStream(std::string_view sse_body) const override {
-    ChatResponse response;
-    bool any = false;
-    for (const SseEvent& event : ParseSse(sse_body)) {
-      std::string parse_error;
-      std::optional<Json> chunk = ParseJson(event.data, &parse_error);
-      if (!chunk) return Reply::Fail(LlmErrorKind::kBadResponse, "stream chunk: " + parse_error);
-      if (ObjectMember(*chunk, "error")) {
-        int code = static_cast<int>(IntMember(*ObjectMember(*chunk, "error"), "code"));
-        return ParseFailure(HttpResponse{code >= 400 ? code : 500, {}, event.data});
-      }
-      FoldResponse(*chunk, &response);
-      any = true;
-    }
-    if (!any || response.finish_reason == FinishReason::kUnknown) {
-      return Reply::Fail(LlmErrorKind::kBadResponse, "stream ended without a finishReason");
-    }
-    return Reply::Ok(std::move(response));
+  std::unique_ptr<StreamFold> NewStreamFold() const override {
+    return std::make_unique<GeminiStreamFold>();
   }
 };
 

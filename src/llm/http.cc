@@ -28,10 +28,22 @@ namespace {
 constexpr size_t kMaxBodyBytes = 64u << 20;
 constexpr std::string_view kWho = "http";
 
+using SteadyTime = std::chrono::steady_clock::time_point;
+
 struct Collector {
+  CURL* handle = nullptr;
+  const HttpRequest* request = nullptr;
   HttpResponse response;
   bool too_large = false;
+  bool idle = false;               // The idle limit ended the transfer.
+  SteadyTime last_byte{};          // When the body's last piece came; unset before the first.
 };
+
+bool Succeeded(CURL* handle) {
+  long status = 0;
+  curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  return status >= 200 && status < 300;
+}
 
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* collector = static_cast<Collector*>(user);
@@ -41,7 +53,24 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
     return 0;  // Makes libcurl stop with CURLE_WRITE_ERROR.
   }
   collector->response.body.append(data, bytes);
+  collector->last_byte = std::chrono::steady_clock::now();
+  const auto& on_body = collector->request->on_body;
+  if (on_body && Succeeded(collector->handle) && !on_body(std::string_view(data, bytes))) {
+    collector->response.stopped = true;
+    return 0;
+  }
   return bytes;
+}
+
+// libcurl calls this about once a second while a transfer runs (and on every piece of data):
+// ends the transfer when the body went quiet for longer than the idle limit.
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* collector = static_cast<Collector*>(user);
+  const auto limit = collector->request->idle_timeout;
+  if (limit.count() <= 0 || collector->last_byte == SteadyTime{}) return 0;
+  if (std::chrono::steady_clock::now() - collector->last_byte < limit) return 0;
+  collector->idle = true;
+  return 1;  // Makes libcurl stop with CURLE_ABORTED_BY_CALLBACK.
 }
 
 std::string_view Trim(std::string_view text) {
@@ -127,6 +156,8 @@ class CurlTransport : public HttpTransport {
     if (!handle) return Status::Internal("curl_easy_init failed");
     std::unique_ptr<curl_slist, SlistDeleter> headers(BuildHeaders(request));
     Collector collector;
+    collector.handle = handle.get();
+    collector.request = &request;
     char error_buffer[CURL_ERROR_SIZE] = {0};
     Configure(handle.get(), request, headers.get(), &collector, error_buffer);
     CURLcode code = curl_easy_perform(handle.get());
@@ -134,7 +165,16 @@ class CurlTransport : public HttpTransport {
       return MakeLlmError(LlmErrorKind::kBadResponse, kWho,
                           "response from " + request.url + " is larger than 64 MiB");
     }
-    if (code != CURLE_OK) return CurlError(code, error_buffer, request);
+    if (collector.idle) {
+      return MakeLlmError(LlmErrorKind::kTimeout, kWho,
+                          "POST " + request.url + ": the answer stopped arriving: no byte for " +
+                              FormatSeconds(request.idle_timeout) +
+                              " after it began (idle_timeout_s in the config; the server may "
+                              "have died without closing the connection)");
+    }
+    if (code != CURLE_OK && !collector.response.stopped) {
+      return CurlError(code, error_buffer, request);
+    }
     long status = 0;
     curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
     collector.response.status = static_cast<int>(status);
@@ -167,6 +207,11 @@ class CurlTransport : public HttpTransport {
                      static_cast<long>(request.connect_timeout.count()));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.total_timeout.count()));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // Timeouts without SIGALRM: thread-safe.
+    if (request.idle_timeout.count() > 0) {
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
+      curl_easy_setopt(h, CURLOPT_XFERINFODATA, collector);
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85 replaced the bitmask option.
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -48,7 +48,8 @@ const Provider kProviders[] = {
      "anthropic/errors/429_rate_limit_error_captured.json",
      "anthropic/errors/529_overloaded_error_captured_2026.json"},
     {"gemini", "gemini:gemini-2.5-flash", "/v1beta",
-     "/v1beta/models/gemini-2.5-flash:generateContent", "x-goog-api-key", "",
+     // Streamed by default (the server below answers with one JSON body, which is read too).
+     "/v1beta/models/gemini-2.5-flash:streamGenerateContent", "x-goog-api-key", "",
      "gemini/response_basic.json", "Mountain View, California",
      "gemini/errors/400_FAILED_PRECONDITION_mock.json", LlmErrorKind::kBadRequest,
      "gemini/errors/400_INVALID_ARGUMENT_api_key_invalid.json",

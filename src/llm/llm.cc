@@ -83,13 +83,14 @@ constexpr std::array<std::pair<ReasoningEffort, std::string_view>, 6> kEfforts =
     {ReasoningEffort::kHigh, "high"},
 }};
 
-constexpr std::array<std::pair<FinishReason, std::string_view>, 7> kFinishReasons = {{
+constexpr std::array<std::pair<FinishReason, std::string_view>, 8> kFinishReasons = {{
     {FinishReason::kUnknown, "unknown"},
     {FinishReason::kStop, "stop"},
     {FinishReason::kLength, "length"},
     {FinishReason::kStopSequence, "stop_sequence"},
     {FinishReason::kToolCalls, "tool_calls"},
     {FinishReason::kContentFilter, "content_filter"},
+    {FinishReason::kRepetition, "repetition"},
     {FinishReason::kOther, "other"},
 }};
 
@@ -210,6 +211,16 @@ Status MakeLlmError(LlmErrorKind kind, std::string_view who, std::string_view de
       std::string(who) + ": [" + std::string(info.tag) + "] " + std::string(detail);
   StatusCode code = info.code == StatusCode::kOk ? StatusCode::kInternal : info.code;
   return StatusWithCode(code, Redact(message));
+}
+
+}  // namespace kforge::llm
+
+namespace kforge::llm {
+
+double StreamProgress::TokensPerSecond() const {
+  const double seconds = std::chrono::duration<double>(elapsed - first_token).count();
+  if (tokens < 2 || seconds <= 0) return 0;
+  return static_cast<double>(tokens - 1) / seconds;
 }
 
 }  // namespace kforge::llm

@@ -2,7 +2,8 @@
 // Ollama, llama.cpp's server, OpenRouter, DeepSeek and Together.
 //
 // Request: {"model", "messages": [{"role", "content"}], "temperature", "max_completion_tokens"
-// or "max_tokens", "seed", "stop", "reasoning_effort"}. A message whose only part is text is sent
+// or "max_tokens", "seed", "stop", "reasoning_effort", "stream" with
+// "stream_options":{"include_usage":true}}. A message whose only part is text is sent
 // with a string "content" (every compatible server accepts it); otherwise "content" is an array of
 // {"type":"text","text"} and {"type":"image_url","image_url":{"url":"data:<mime>;base64,..."}}.
 // Auth: "Authorization: Bearer <key>", omitted when there is no key.
@@ -59,6 +60,10 @@ Json BodyOf(const ChatRequest& request, const ProviderSettings& settings) {
   if (options.reasoning_effort != ReasoningEffort::kUnset) {
     body["reasoning_effort"] = ReasoningEffortName(options.reasoning_effort);
   }
+  if (settings.stream) {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+  }
   return body;
 }
 
@@ -99,6 +104,15 @@ Usage UsageOf(const Json& usage) {
     out.reasoning_tokens = IntMember(*details, "reasoning_tokens");
   }
   return out;
+}
+
+// llama.cpp's server adds "timings" (prompt_ms, predicted_ms): its own compute time.
+void SetServerTime(const Json& timings, ChatResponse* response) {
+  const Json* prompt = Member(timings, "prompt_ms");
+  const Json* predicted = Member(timings, "predicted_ms");
+  if (!prompt || !predicted || !prompt->is_number() || !predicted->is_number()) return;
+  double ms = prompt->get<double>() + predicted->get<double>();
+  response->server_time = std::chrono::milliseconds(static_cast<int64_t>(ms + 0.5));
 }
 
 void SetFinish(std::string_view raw, std::string_view refusal, ChatResponse* response) {
@@ -182,38 +196,71 @@ Reply ParseCompletion(const Json& body, int status) {
   response.reasoning = ReasoningOf(*message);
   SetFinish(StringMember(choice, "finish_reason"), StringMember(*message, "refusal"), &response);
   if (const Json* usage = ObjectMember(body, "usage")) response.usage = UsageOf(*usage);
+  if (const Json* timings = ObjectMember(body, "timings")) SetServerTime(*timings, &response);
   response.request_id = StringMember(body, "id");
   response.model = StringMember(body, "model");
   return Reply::Ok(std::move(response));
 }
 
-// Accumulates chat.completion.chunk objects.
-struct StreamState {
-  ChatResponse response;
-  std::string refusal;
-  bool finished = false;
-  bool done = false;
-};
+// Accumulates chat.completion.chunk objects; a stream ends with a finish_reason (then a usage
+// chunk, with include_usage) and "data: [DONE]".
+class OpenAiStreamFold : public StreamFold {
+ public:
+  void Add(const SseEvent& event) override {
+    if (failure_ || done_) return;
+    if (event.data == "[DONE]") {
+      done_ = true;
+      return;
+    }
+    std::string parse_error;
+    std::optional<Json> chunk = ParseJson(event.data, &parse_error);
+    if (!chunk) {
+      failure_ = Reply::Fail(LlmErrorKind::kBadResponse, "stream chunk: " + parse_error);
+    } else if (const Json* error = ErrorObjectOf(*chunk)) {
+      failure_ = Reply::Fail(ErrorFromObject(*error, 500));
+    } else {
+      FoldChunk(*chunk);
+    }
+  }
 
-void FoldChunk(const Json& chunk, StreamState* state) {
-  ChatResponse& response = state->response;
-  if (response.request_id.empty()) response.request_id = StringMember(chunk, "id");
-  if (response.model.empty()) response.model = StringMember(chunk, "model");
-  if (const Json* usage = ObjectMember(chunk, "usage")) response.usage = UsageOf(*usage);
-  const Json* choices = ArrayMember(chunk, "choices");
-  if (!choices || choices->empty()) return;
-  const Json& choice = (*choices)[0];
-  if (const Json* delta = ObjectMember(choice, "delta")) {
-    response.text += StringMember(*delta, "content");
-    response.reasoning += ReasoningOf(*delta);
-    state->refusal += StringMember(*delta, "refusal");
+  const ChatResponse& partial() const override { return response_; }
+
+  Reply Finish() override {
+    if (failure_) return *failure_;
+    if (!finished_ && !done_) {
+      return Reply::Fail(LlmErrorKind::kBadResponse,
+                         "stream ended without a finish_reason or [DONE]");
+    }
+    return Reply::Ok(response_);
   }
-  std::string finish = StringMember(choice, "finish_reason");
-  if (!finish.empty()) {
-    SetFinish(finish, state->refusal, &response);
-    state->finished = true;
+
+ private:
+  void FoldChunk(const Json& chunk) {
+    if (response_.request_id.empty()) response_.request_id = StringMember(chunk, "id");
+    if (response_.model.empty()) response_.model = StringMember(chunk, "model");
+    if (const Json* usage = ObjectMember(chunk, "usage")) response_.usage = UsageOf(*usage);
+    if (const Json* timings = ObjectMember(chunk, "timings")) SetServerTime(*timings, &response_);
+    const Json* choices = ArrayMember(chunk, "choices");
+    if (!choices || choices->empty()) return;
+    const Json& choice = (*choices)[0];
+    if (const Json* delta = ObjectMember(choice, "delta")) {
+      response_.text += StringMember(*delta, "content");
+      response_.reasoning += ReasoningOf(*delta);
+      refusal_ += StringMember(*delta, "refusal");
+    }
+    std::string finish = StringMember(choice, "finish_reason");
+    if (!finish.empty()) {
+      SetFinish(finish, refusal_, &response_);
+      finished_ = true;
+    }
   }
-}
+
+  ChatResponse response_;
+  std::string refusal_;
+  std::optional<Reply> failure_;
+  bool finished_ = false;
+  bool done_ = false;
+};
 
 class OpenAiWire : public WireCodec {
  public:
@@ -240,25 +287,8 @@ class OpenAiWire : public WireCodec {
     return ParseCompletion(*body, http.status);
   }
 
-  Reply ParseStream(std::string_view sse_body) const override {
-    StreamState state;
-    for (const SseEvent& event : ParseSse(sse_body)) {
-      if (event.data == "[DONE]") {
-        state.done = true;
-        break;
-      }
-      std::string parse_error;
-      std::optional<Json> chunk = ParseJson(event.data, &parse_error);
-      if (!chunk) return Reply::Fail(LlmErrorKind::kBadResponse, "stream chunk: " + parse_error);
-      if (const Json* error = ErrorObjectOf(*chunk))
-        return Reply::Fail(ErrorFromObject(*error, 500));
-      FoldChunk(*chunk, &state);
-    }
-    if (!state.finished && !state.done) {
-      return Reply::Fail(LlmErrorKind::kBadResponse,
-                         "stream ended without a finish_reason or [DONE]");
-    }
-    return Reply::Ok(std::move(state.response));
+  std::unique_ptr<StreamFold> NewStreamFold() const override {
+    return std::make_unique<OpenAiStreamFold>();
   }
 };
 

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -151,12 +152,30 @@ void FakeTransport::PushJson(int status, const std::string& body, std::vector<Ht
 
 Result<HttpResponse> FakeTransport::Post(const HttpRequest& request) {
   if (on_post) on_post();
-  std::lock_guard<std::mutex> lock(mu_);
-  requests_.push_back(request);
-  if (replies_.empty()) return Status::Internal("FakeTransport has no reply queued");
-  Result<HttpResponse> reply = replies_.front();
-  if (replies_.size() > 1) replies_.pop_front();
+  Result<HttpResponse> reply = Status::Internal("FakeTransport has no reply queued");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back(request);
+    if (!replies_.empty()) {
+      reply = replies_.front();
+      if (replies_.size() > 1) replies_.pop_front();
+    }
+  }
+  if (reply.ok() && request.on_body && reply->status >= 200 && reply->status < 300) {
+    Feed(request, &*reply);
+  }
   return reply;
+}
+
+// As a server streams: the body in pieces of at most `piece_bytes`, stopping where on_body asks.
+void FakeTransport::Feed(const HttpRequest& request, HttpResponse* response) const {
+  const std::string body = response->body;
+  for (size_t at = 0; at < body.size(); at += piece_bytes) {
+    if (request.on_body(std::string_view(body).substr(at, piece_bytes))) continue;
+    response->body = body.substr(0, std::min(body.size(), at + piece_bytes));
+    response->stopped = true;
+    return;
+  }
 }
 
 std::vector<HttpRequest> FakeTransport::requests() const {
@@ -251,6 +270,7 @@ ProviderSettings TestSettings(const std::string& provider, const std::string& mo
   ProviderSettings out = settings.ok() ? *settings : ProviderSettings();
   if (!base_url.empty()) out.base_url = base_url;
   out.api_key_env = kTestKeyEnv;
+  out.stream = false;  // The one-body shape; streaming tests set it.
   return out;
 }
 

@@ -59,9 +59,11 @@ std::string HeadersFileFor(const std::string& relative);
 // or 200.
 HttpResponse FixtureResponse(const std::string& relative);
 
-// Answers from a queue (the last answer repeats) and records the requests.
+// Answers from a queue (the last answer repeats) and records the requests. A request with
+// on_body gets a 2xx body handed to it in pieces of piece_bytes, as a server streams it.
 class FakeTransport : public HttpTransport {
  public:
+  size_t piece_bytes = 97;
   void Push(Result<HttpResponse> reply);
   void PushJson(int status, const std::string& body, std::vector<HttpHeader> headers = {});
   Result<HttpResponse> Post(const HttpRequest& request) override;
@@ -71,6 +73,8 @@ class FakeTransport : public HttpTransport {
   std::function<void()> on_post;
 
  private:
+  void Feed(const HttpRequest& request, HttpResponse* response) const;
+
   mutable std::mutex mu_;
   std::deque<Result<HttpResponse>> replies_;
   std::vector<HttpRequest> requests_;
@@ -118,7 +122,8 @@ int UnusedPort();
 // retry policy without jitter (waits: 1 s, 2 s, 4 s ...).
 ClientEnv TestEnv(std::shared_ptr<HttpTransport> transport, FakeClock* clock, int max_attempts = 3);
 // Settings for `provider` ("openai", "anthropic", "gemini", "vllm", ...) and `model`, whose key
-// comes from kTestKeyEnv, pointing at `base_url` when given.
+// comes from kTestKeyEnv, pointing at `base_url` when given; not streamed (stream = false) unless
+// the test sets it.
 ProviderSettings TestSettings(const std::string& provider, const std::string& model,
                               const std::string& base_url = "");
 // Sets kTestKeyEnv to kTestKey and returns the loaded (registered) secret.

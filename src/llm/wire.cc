@@ -150,4 +150,10 @@ std::string JoinUrl(std::string_view base_url, std::string_view path) {
   return std::string(base_url) + "/" + std::string(path);
 }
 
+Reply WireCodec::ParseStream(std::string_view sse_body) const {
+  std::unique_ptr<StreamFold> fold = NewStreamFold();
+  for (const SseEvent& event : ParseSse(sse_body)) fold->Add(event);
+  return fold->Finish();
+}
+
 }  // namespace kforge::llm

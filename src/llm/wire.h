@@ -19,6 +19,7 @@
 #include "kforge/llm/secrets.h"
 #include "kforge/llm/transport.h"
 #include "llm/retry.h"
+#include "llm/sse.h"
 
 namespace kforge::llm {
 
@@ -33,12 +34,27 @@ struct Reply {
   static Reply Fail(CallError error);
 };
 
+// Folds a streamed answer's events, in order, into one Reply. partial() shows what has arrived
+// so far, so a caller can watch an answer grow (client.cc's StreamWatch).
+class StreamFold {
+ public:
+  virtual ~StreamFold() = default;
+  // Applies one event. An error event is kept: Finish() returns it, and later events change
+  // nothing.
+  virtual void Add(const SseEvent& event) = 0;
+  // The answer so far: text, reasoning, and whatever ids and usage have been sent.
+  virtual const ChatResponse& partial() const = 0;
+  // The whole answer; the stream's error; or [bad_response] if it ended before its finish.
+  virtual Reply Finish() = 0;
+};
+
 class WireCodec {
  public:
   virtual ~WireCodec() = default;
 
   // Builds the HTTP request for `request`, whose options.model is already filled in. `key` may
-  // be empty (local servers): then no auth header is sent. On failure (a request this API
+  // be empty (local servers): then no auth header is sent. With settings.stream the request
+  // asks for a server-sent event stream (with usage, where the API needs asking). On failure (a request this API
   // cannot express) returns InvalidArgument tagged [bad_request] or [config].
   virtual Result<HttpRequest> BuildRequest(const ChatRequest& request,
                                            const ProviderSettings& settings,
@@ -49,9 +65,11 @@ class WireCodec {
   // classified from the status and the provider's error body.
   virtual Reply ParseReply(const HttpResponse& response) const = 0;
 
-  // Folds a whole text/event-stream body (stream: true) into one Reply. kforge's clients do
-  // not stream; this exists so that the documented stream payloads are understood too.
-  virtual Reply ParseStream(std::string_view sse_body) const = 0;
+  // A fold for one streamed answer (the body of a 2xx text/event-stream response).
+  virtual std::unique_ptr<StreamFold> NewStreamFold() const = 0;
+
+  // Folds a whole text/event-stream body into one Reply.
+  Reply ParseStream(std::string_view sse_body) const;
 };
 
 std::unique_ptr<WireCodec> NewOpenAiWire();

@@ -156,9 +156,33 @@ TEST_F(OpenAiRequestTest, GivenSamplingOptionsTheLocalModelGetsTheCapturedLlamaC
   EXPECT_EQ(built.http.url, "http://127.0.0.1:8089/v1/chat/completions");
   EXPECT_EQ(Build(LlamaCppRequest(8), TestSettings("local", "qwen2.5-coder-1.5b"), key_).body,
             Fixture("llamacpp/chat_length_request.json"));
-  // kforge does not stream: the streamed capture is the same request with the stream fields.
   EXPECT_EQ(built.body,
             Erase(Fixture("llamacpp/chat_stream_request.json"), {"stream", "stream_options"}));
+}
+
+TEST_F(OpenAiRequestTest, GivenStreamingTheLocalModelGetsTheCapturedStreamedRequest) {
+  ProviderSettings settings = TestSettings("local", "qwen2.5-coder-1.5b");
+  settings.stream = true;
+  EXPECT_EQ(Build(LlamaCppRequest(120), settings, key_).body,
+            Fixture("llamacpp/chat_stream_request.json"));
+}
+
+TEST(StreamRequestTest, GivenStreamingAnthropicAsksForEventsAndGeminiUsesTheStreamMethod) {
+  Secret key = testing::TestKey();
+  ChatRequest request = UserText("claude-sonnet-4-5", "hi");
+  ProviderSettings anthropic = TestSettings("anthropic", "claude-sonnet-4-5");
+  anthropic.stream = true;
+  Result<HttpRequest> a = NewWire(anthropic.wire)->BuildRequest(request, anthropic, key);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(Json::parse(a->body)["stream"], true);
+  ProviderSettings gemini = TestSettings("gemini", "gemini-2.5-pro");
+  gemini.stream = true;
+  request.options.model = "gemini-2.5-pro";
+  Result<HttpRequest> g = NewWire(gemini.wire)->BuildRequest(request, gemini, key);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->url, "https://generativelanguage.googleapis.com/v1beta/models/"
+                    "gemini-2.5-pro:streamGenerateContent?alt=sse");
+  EXPECT_FALSE(Json::parse(g->body).contains("stream"));
 }
 
 TEST_F(OpenAiRequestTest, GivenTheOverflowingPromptTheRequestIsTheCapturedOne) {

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
 #include "agent/generator.h"
@@ -50,6 +52,31 @@ bool LostConfirmation(const AttemptRow& a) {
          VerdictOf(a).contains("confirmation_lost_to");
 }
 
+// The model a client sends to: "local:qwen2.5-coder-1.5b@http://..." -> "qwen2.5-coder-1.5b".
+std::string ModelOfClient(const llm::LlmClient& client) {
+  std::string d = client.Describe();
+  size_t colon = d.find(':');
+  std::string model = colon == std::string::npos ? d : d.substr(colon + 1);
+  size_t at = model.rfind('@');
+  return at == std::string::npos ? model : model.substr(0, at);
+}
+
+// How an answer came, for the llm_calls row (docs/run-store.md): streamed, time to the first
+// token, the server's own compute time and the rest (queueing, transit), tokens per second.
+json CallDetails(const llm::ChatResponse& r) {
+  json d = json::object();
+  d["streamed"] = r.streamed;
+  if (r.streamed) d["first_token_ms"] = r.first_token.count();
+  if (r.server_time) {
+    d["server_ms"] = r.server_time->count();
+    d["queue_ms"] = std::max<int64_t>(0, r.latency.count() - r.server_time->count());
+  }
+  double generating = static_cast<double>((r.latency - r.first_token).count()) / 1000.0;
+  if (r.streamed && generating > 0 && r.usage.output_tokens > 0) d["tokens_per_s"] = r.usage.output_tokens / generating;
+  if (r.usage_estimated) d["usage_estimated"] = true;
+  return d;
+}
+
 std::string ConfirmLabel(const AttemptRow& a) { return a.phase == "seed" ? "seed" : "attempt " + std::to_string(a.number); }
 
 class ForgeRun {
@@ -63,6 +90,8 @@ class ForgeRun {
   Status Reload();
   bool OverBudget(std::string* why);
   void Progress(const std::string& phase, const AttemptRow& a, const std::string& event);
+  ProgressState State(const std::string& phase, const AttemptRow& a) const;
+  void LiveProgress(const std::string& agent, int64_t attempt, const llm::StreamProgress& p);
   Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent, AttemptRow a = {});
   Status WriteFiles(const AttemptRow& a, fs::path* main);
   Status EvaluateAttempt(AttemptRow& a);
@@ -70,7 +99,8 @@ class ForgeRun {
   Verdict DeniedVerdict(const AttemptRow& a) const;
   Status EnsureSeed();
   Status FinishPending();
-  Result<std::string> CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt);
+  Result<std::string> CallModel(llm::LlmClient& client, const FittedRequest& req, const PromptLimits& limits, const std::string& agent,
+                                int64_t attempt);
   Status GenerateInto(AttemptRow& a, GenerationContext ctx);
   Result<bool> Functional(int64_t iteration, const AttemptRow* start, int made = 0);
   Status Optimize();
@@ -141,6 +171,10 @@ bool ForgeRun::OverBudget(std::string* why) {
 
 void ForgeRun::Progress(const std::string& phase, const AttemptRow& a, const std::string& event) {
   if (!deps_.progress) return;
+  deps_.progress->Report(State(phase, a), event);
+}
+
+ProgressState ForgeRun::State(const std::string& phase, const AttemptRow& a) const {
   ProgressState s;
   s.run_id = run_.id;
   s.phase = phase;
@@ -153,7 +187,7 @@ void ForgeRun::Progress(const std::string& phase, const AttemptRow& a, const std
   s.cost_usd = totals_.cost_usd;
   s.elapsed_s = seconds_before_ + Now() - session_start_;
   s.budget_s = options_.max_seconds;
-  deps_.progress->Report(s, event);
+  return s;
 }
 
 // Fields of `a` that UpdateAttempt never rewrites (params_json, extra_files_json) must be set
@@ -464,15 +498,29 @@ Status ForgeRun::EnsureSeed() {
   return Status::Ok();
 }
 
-Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatRequest& req, const std::string& agent, int64_t attempt) {
+// A request that does not fit the model's context window is not sent: it is recorded with the
+// [context_too_long] error and fails like a failed call.
+Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const FittedRequest& fitted, const PromptLimits& limits,
+                                        const std::string& agent, int64_t attempt) {
+  const llm::ChatRequest& req = fitted.request;
   double t0 = Now();
-  Result<llm::ChatResponse> r = client.Complete(req);
+  Status fits = CheckFits(fitted, limits, client.Describe());
+  llm::ChatRequest streamed = req;
+  streamed.on_progress = [this, &agent, attempt](const llm::StreamProgress& p) { LiveProgress(agent, attempt, p); };
+  Result<llm::ChatResponse> r = fits.ok() ? client.Complete(streamed) : Result<llm::ChatResponse>(fits);
   LlmCallRow row;
   row.run_id = run_.id;
   row.attempt = attempt;
   row.agent = agent;
   row.model = client.Describe();
-  row.prompt_json = RequestToJson(req).dump();
+  json prompt = RequestToJson(req);
+  // The model the request went to (the client fills an unset one from its settings).
+  if (prompt.value("model", "").empty()) prompt["model"] = r.ok() && !r->model.empty() ? r->model : ModelOfClient(client);
+  row.prompt_json = prompt.dump();
+  const PromptSize size = MeasurePrompt(req);
+  row.prompt_chars = size.chars;
+  row.prompt_tokens_estimate = size.estimated_tokens;
+  row.prompt_shrunk = fitted.shrunk;
   if (r.ok()) {
     row.response_text = r->text;
     row.finish_reason = std::string(llm::FinishReasonName(r->finish_reason));
@@ -482,6 +530,7 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
     row.cost_usd = r->cost_usd.value_or(0);
     row.latency_ms = static_cast<double>(r->latency.count());
     row.request_id = r->request_id;
+    row.details_json = CallDetails(*r).dump();
   } else {
     row.error = r.status().message();
   }
@@ -494,7 +543,22 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const llm::ChatR
   if (!r.ok()) return r.status();
   std::string text = r->text;
   if (r->finish_reason == llm::FinishReason::kLength) text += "\n[kforge: the answer was cut off at the output limit]";
+  if (r->finish_reason == llm::FinishReason::kRepetition) text += "\n[kforge: the answer was stopped: it kept repeating itself]";
   return text;
+}
+
+// A streamed answer's progress, on the progress line: tokens so far and their rate.
+void ForgeRun::LiveProgress(const std::string& agent, int64_t attempt, const llm::StreamProgress& p) {
+  if (!deps_.progress) return;
+  AttemptRow a;
+  a.number = attempt;
+  a.status = agent == "analyst" ? "analysing" : "generating";
+  std::string event = agent + ": " + std::to_string(p.tokens) + " tokens";
+  if (p.TokensPerSecond() > 0) event += fmt::format(" at {:.1f} tokens/s", p.TokensPerSecond());
+  event += fmt::format(" (first after {:.1f} s)", std::chrono::duration<double>(p.first_token).count());
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  ProgressState s = State(agent == "analyst" ? "optimize" : "generate", a);
+  deps_.progress->Tick(s, event);
 }
 
 GenerationContext ForgeRun::BaseContext(const std::string& task, int64_t repairing) {
@@ -643,13 +707,15 @@ std::vector<llm::RequestFile> CandidateFiles(const AttemptRow& a, const std::str
   return files;
 }
 
-// Asks the model, extracts the candidate (asking once more when the answer was cut off or had
-// no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
+// Asks the model, extracts the candidate (asking once more when the answer was cut off, stopped
+// for repeating itself, or had no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
 Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
-  KF_ASSIGN_OR_RETURN(llm::ChatRequest req, BuildGenerationRequest(ctx));
-  ApplyRole(options_.generator_llm, &req.options);
+  llm::ChatOptions options;
+  ApplyRole(options_.generator_llm, &options);
+  KF_ASSIGN_OR_RETURN(const FittedRequest first, FitGenerationRequest(ctx, options, options_.generator_prompt));
+  FittedRequest req = first;
   for (int round = 0; round < 2; ++round) {
-    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, "generator", a.number));
+    KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, options_.generator_prompt, "generator", a.number));
     Result<ExtractedCandidate> c = ExtractCandidate(answer, options_.backend);
     bool cut = answer.find("[kforge: the answer was cut off") != std::string::npos;
     if (c.ok() && !c->truncated && !cut) {
@@ -657,9 +723,9 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
       a.extra_files_json = c->program.empty() ? "" : json{{"program", c->program}}.dump();
       return Status::Ok();
     }
-    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt("task_truncated.md", {}));
-    req.messages.push_back(llm::Message::Assistant(answer));
-    req.messages.push_back(llm::Message::User(c.ok() ? again : c.status().message()));
+    bool looped = answer.find("[kforge: the answer was stopped: it kept repeating itself]") != std::string::npos;
+    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(looped ? "task_repetition.md" : "task_truncated.md", {}));
+    req = FitFollowUp(first, answer, c.ok() ? again : c.status().message(), options_.generator_prompt);
   }
   a.source = "// kforge: the model returned no usable code twice\n";
   return Status::Ok();
@@ -712,21 +778,20 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   json profile = BuildProfile(v);
   Recommendation rec = RuleAnalyst(profile);
   if (deps_.analyst) {
-    TemplateVars vars = {{"problem_name", problem_.name}, {"backend", options_.backend}, {"source", CandidateText(best)}, {"profile", profile.dump(1)}};
-    KF_ASSIGN_OR_RETURN(std::string system, RenderPrompt("analyst_system.md", vars));
-    KF_ASSIGN_OR_RETURN(std::string user, RenderPrompt("analyze.md", vars));
-    llm::ChatRequest req;
-    req.system = system;
-    req.messages.push_back(llm::Message::User(user));
-    req.files = CandidateFiles(best, options_.backend, *backend_);
-    ApplyRole(options_.analyst_llm, &req.options);
+    llm::ChatOptions options;
+    ApplyRole(options_.analyst_llm, &options);
+    const PromptLimits& limits = options_.analyst_prompt;
+    KF_ASSIGN_OR_RETURN(const FittedRequest first,
+                        FitAnalystRequest({problem_.name, options_.backend, CandidateText(best), profile}, options, limits));
+    FittedRequest req = first;
+    req.request.files = CandidateFiles(best, options_.backend, *backend_);
     // An answer that does not parse (cut off at the cap, prose, broken JSON) is re-asked once
     // with the reason; then the rules' recommendation is used, and the progress line says so.
     // A failed call (the server gone, an error answer) costs the run its analyst advice for
     // this pass, not the run: the rules advise instead, and the progress line says why. The
     // failed call is recorded like any other.
     for (int round = 0; round < 2; ++round) {
-      Result<std::string> called = CallModel(*deps_.analyst, req, "analyst", best.number);
+      Result<std::string> called = CallModel(*deps_.analyst, req, limits, "analyst", best.number);
       if (!called.ok()) {
         Progress("optimize", best, "analyst: the model call failed (" + FailureSummary(called.status().message(), 300) +
                                        "); using the rules' recommendation");
@@ -737,8 +802,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
       if (parsed.ok()) { rec = *parsed; break; }
       if (round == 1) { Progress("optimize", best, "analyst: its answer could not be read twice (" + parsed.status().message() + "); using the rules' recommendation"); break; }
       KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt("analyst_retry.md", {{"error", parsed.status().message()}}));
-      req.messages.push_back(llm::Message::Assistant(answer));
-      req.messages.push_back(llm::Message::User(again));
+      req = FitFollowUp(first, answer, again, limits);
     }
   }
   KF_RETURN_IF_ERROR(deps_.store->AddRecommendation({run_.id, best.number, rec.source, rec.ToJson().dump()}));
@@ -904,7 +968,7 @@ Result<ForgeSummary> ForgeRun::Run() {
 
 Result<ForgeSummary> ForgeRun::RunSteps() {
   KF_RETURN_IF_ERROR(Prepare());
-  seconds_before_ = totals_.stage_seconds;
+  seconds_before_ = totals_.wall_seconds;
   run_.status = "running";
   KF_RETURN_IF_ERROR(deps_.store->UpdateRun(run_));
   KF_RETURN_IF_ERROR(FinishPending());
@@ -940,6 +1004,7 @@ Result<ForgeSummary> ForgeRun::RunSteps() {
 json ForgeOptions::ToJson() const {
   return {{"problem", problem}, {"backend", backend}, {"model", model}, {"analyst_model", analyst_model},
           {"generator_llm", RoleToJson(generator_llm)}, {"analyst_llm", RoleToJson(analyst_llm)},
+          {"generator_prompt", generator_prompt.ToJson()}, {"analyst_prompt", analyst_prompt.ToJson()},
           {"iterations", iterations}, {"candidates", candidates}, {"functional_attempts", functional_attempts},
           {"max_evaluations", max_evaluations}, {"max_tokens", max_tokens}, {"max_cost_usd", max_cost_usd},
           {"max_seconds", max_seconds}, {"sol_target", sol_target}, {"patience", patience},
@@ -961,6 +1026,9 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.analyst_model = j.value("analyst_model", "");
   o.generator_llm = RoleFromJson(j.value("generator_llm", json::object()));
   o.analyst_llm = RoleFromJson(j.value("analyst_llm", json::object()));
+  // Runs recorded before prompt limits existed: full prompts, nothing checked (as they ran).
+  o.generator_prompt = PromptLimits::FromJson(j.value("generator_prompt", json::object()));
+  o.analyst_prompt = PromptLimits::FromJson(j.value("analyst_prompt", json::object()));
   o.iterations = j.value("iterations", o.iterations);
   o.candidates = j.value("candidates", o.candidates);
   o.functional_attempts = j.value("functional_attempts", o.functional_attempts);

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/prompt_fit.h"
 #include "kforge/eval.h"
 #include "kforge/llm/config.h"
 #include "kforge/llm/llm.h"
@@ -41,6 +42,9 @@ struct ForgeOptions {
   // Sampling per role, sent with each request: temperature, output cap (max_tokens), seed.
   // Unset fields leave the model's settings in charge (docs/llm.md, "Sampling per role").
   llm::RoleSettings generator_llm, analyst_llm;
+  // Prompt profile and context window per role, from the models' settings (and --prompt-profile):
+  // prompts are shrunk to fit, or refused with [context_too_long] (docs/loop.md, "Prompt size").
+  PromptLimits generator_prompt, analyst_prompt;
   int iterations = 5;            // optimization passes
   int candidates = 1;            // candidates per pass, generated in parallel
   int functional_attempts = 4;   // generations to reach a correct kernel (and per repair)

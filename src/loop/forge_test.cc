@@ -35,12 +35,16 @@
 #include <thread>
 #include <vector>
 
+#include "agent/generator.h"
+#include "agent/prompt_fit.h"
+#include "agent/prompt_template.h"
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "eval/python_worker.h"
 #include "kforge/llm/config.h"
 #include "kforge/llm/pricing.h"
 #include "kforge/llm/session.h"
+#include "kforge/problem.h"
 #include "llm/test_util.h"
 #include "store/run_store.h"
 
@@ -96,9 +100,11 @@ class ScriptedModelServer {
     std::string auth;                  // Authorization or x-api-key header
     std::string anthropic_version;
     bool answered = false;
+    bool streamed = false;  // the request asked for a stream, and got one
     std::string request_id;
     llm::Usage usage;  // as kforge normalises it (docs/llm.md, "Usage is normalised")
     json body;         // the request as sent
+    int64_t chars = 0;  // bytes of the system prompt and the messages' texts
   };
 
   ScriptedModelServer(Protocol protocol, std::vector<std::string> script)
@@ -166,7 +172,54 @@ class ScriptedModelServer {
     rec.request_id = "req-scripted-" + std::to_string(k);
     res.set_header(protocol_ == Protocol::kOpenAiChat ? "x-request-id" : "request-id",
                    rec.request_id);
-    res.set_content(Reply(k, script_[k], &rec.usage).dump(), "application/json");
+    json reply = Reply(k, script_[k], &rec.usage);
+    rec.streamed = e.body.value("stream", false);
+    if (rec.streamed) {
+      res.set_content(Stream(reply), "text/event-stream");
+    } else {
+      res.set_content(reply.dump(), "application/json");
+    }
+  }
+
+  // The answer as the provider streams it: the text in pieces of 16 characters.
+  std::string Stream(const json& reply) const {
+    auto event = [](const json& data, const std::string& type = "") {
+      return (type.empty() ? "" : "event: " + type + "\n") + "data: " + data.dump() + "\n\n";
+    };
+    std::vector<std::string> pieces;
+    std::string text = protocol_ == Protocol::kOpenAiChat ? reply["choices"][0]["message"]["content"].get<std::string>()
+                                                          : reply["content"][0]["text"].get<std::string>();
+    for (size_t at = 0; at < text.size(); at += 16) pieces.push_back(text.substr(at, 16));
+    std::string out;
+    if (protocol_ == Protocol::kOpenAiChat) {
+      json head = {{"id", reply["id"]}, {"object", "chat.completion.chunk"}, {"model", reply["model"]}};
+      for (const std::string& piece : pieces) {
+        json chunk = head;
+        chunk["choices"] = {{{"index", 0}, {"delta", {{"content", piece}}}, {"finish_reason", nullptr}}};
+        out += event(chunk);
+      }
+      json finish = head;
+      finish["choices"] = {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}};
+      json usage = head;
+      usage["choices"] = json::array();
+      usage["usage"] = reply["usage"];
+      return out + event(finish) + event(usage) + "data: [DONE]\n\n";
+    }
+    json start_usage = reply["usage"];
+    start_usage["output_tokens"] = 1;
+    json message = {{"id", reply["id"]}, {"type", "message"}, {"role", "assistant"}, {"model", reply["model"]},
+                    {"content", json::array()}, {"usage", start_usage}};
+    out += event({{"type", "message_start"}, {"message", message}}, "message_start");
+    out += event({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+                 "content_block_start");
+    for (const std::string& piece : pieces)
+      out += event({{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", piece}}}},
+                   "content_block_delta");
+    out += event({{"type", "content_block_stop"}, {"index", 0}}, "content_block_stop");
+    out += event({{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}},
+                  {"usage", {{"output_tokens", reply["usage"]["output_tokens"]}}}},
+                 "message_delta");
+    return out + event({{"type", "message_stop"}}, "message_stop");
   }
 
   Exchange ParseRequest(const httplib::Request& req) const {
@@ -186,11 +239,13 @@ class ScriptedModelServer {
       return out;
     };
     if (body.contains("system")) e.system = text_of(body["system"]);
+    e.chars = static_cast<int64_t>(e.system.size());
     for (const json& m : body.value("messages", json::array())) {
       if (m.value("role", "") == "system" || m.value("role", "") == "developer")
         e.system += text_of(m["content"]);
       else
         e.prompt += text_of(m["content"]) + "\n";
+      e.chars += static_cast<int64_t>(text_of(m["content"]).size());
     }
     return e;
   }
@@ -308,6 +363,24 @@ ForgeOptions ConfirmingOptions(const std::string& model) {
 
 json VerdictJson(const AttemptRow& a) { return json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json); }
 
+// Keeps the live updates (Tick) of a run.
+class RecordingProgress : public ProgressSink {
+ public:
+  void Report(const ProgressState&, const std::string&) override {}
+  void Tick(const ProgressState&, const std::string& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticks_.push_back(event);
+  }
+  std::vector<std::string> ticks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ticks_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> ticks_;
+};
+
 // Below llm::testing::TestRoot(), which the llm test environment searches for the API key when
 // the program ends.
 struct Workspace {
@@ -362,6 +435,21 @@ std::vector<std::string> Statuses(const std::vector<AttemptRow>& attempts, bool 
   return out;
 }
 
+// The request a received exchange came from, as far as its size goes: the system prompt and one
+// message per received message.
+llm::ChatRequest ToRequest(const ScriptedModelServer::Exchange& e) {
+  llm::ChatRequest r;
+  r.system = e.system;
+  for (const json& m : e.body.value("messages", json::array())) {
+    if (m.value("role", "") == "system" || m.value("role", "") == "developer") continue;
+    std::string text;
+    if (m["content"].is_string()) text = m["content"].get<std::string>();
+    for (const json& part : m["content"].is_array() ? m["content"] : json::array()) text += part.value("text", "");
+    r.messages.push_back(llm::Message::User(text));
+  }
+  return r;
+}
+
 // Every answered request is exactly one llm_calls row (matched by request id, with its agent and
 // tokens), every row is an answered request, and the run's totals are the sums of the rows.
 void ExpectCallsMatchServer(RunStore& store, int64_t run, const ScriptedModelServer& server) {
@@ -380,10 +468,22 @@ void ExpectCallsMatchServer(RunStore& store, int64_t run, const ScriptedModelSer
     const ScriptedModelServer::Exchange& e = it->second;
     EXPECT_EQ(call.agent, IsAnalyst(e) ? "analyst" : "generator");
     EXPECT_EQ(call.input_tokens, e.usage.input_tokens);
+    // The prompt's size as kforge measured it: the bytes the server received, and an estimate.
+    EXPECT_EQ(call.prompt_chars, e.chars);
+    EXPECT_EQ(call.prompt_tokens_estimate, MeasurePrompt(ToRequest(e)).estimated_tokens);
     EXPECT_EQ(call.output_tokens, e.usage.output_tokens);
     EXPECT_EQ(call.cached_tokens, e.usage.cached_input_tokens);
     EXPECT_TRUE(call.error.empty()) << call.error;
     EXPECT_EQ(call.finish_reason, "stop");
+    // Streamed by default (issue 12): the row says so, with the time to the first token.
+    json details = json::parse(call.details_json, nullptr, false);
+    ASSERT_TRUE(details.is_object()) << call.details_json;
+    EXPECT_TRUE(e.streamed);
+    EXPECT_EQ(details.value("streamed", false), e.streamed);
+    EXPECT_TRUE(details.contains("first_token_ms")) << call.details_json;
+    EXPECT_FALSE(details.value("usage_estimated", false));
+    // The recorded request names the model it went to (the client fills it in).
+    EXPECT_EQ(json::parse(call.prompt_json).value("model", ""), e.body.value("model", "")) << call.prompt_json;
     sum += e.usage;
     cost += call.cost_usd;
   }
@@ -474,6 +574,9 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
   ScriptedClient c = ClientFor(server, protocol);
   ASSERT_TRUE(c.client);
   Workspace w(name);
+  auto progress = std::make_unique<RecordingProgress>();
+  RecordingProgress* seen = progress.get();
+  w.progress = std::move(progress);
   ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
   ForgeOptions options = LoopOptions(c.model);
   // Per-role sampling (issue 12, fix 1): each role's own cap and temperature, one seed.
@@ -589,6 +692,16 @@ void ExpectRepairThenOptimize(Protocol protocol, const std::string& name) {
     EXPECT_NEAR(s->totals.cost_usd, want, 1e-9);
   }
 
+  // Live progress of the streamed answers (issue 12): each answer's first token at least.
+  std::vector<std::string> ticks = seen->ticks();
+  int generator_ticks = 0, analyst_ticks = 0;
+  for (const std::string& t : ticks) {
+    generator_ticks += Contains(t, "generator: ") && Contains(t, " tokens");
+    analyst_ticks += Contains(t, "analyst: ") && Contains(t, " tokens");
+  }
+  EXPECT_GE(generator_ticks, 4) << ::testing::PrintToString(ticks);
+  EXPECT_GE(analyst_ticks, 1) << ::testing::PrintToString(ticks);
+
   ExpectArtifacts(w, s->run_id, attempts);
   ExpectNoKeyIn(w.dir);
 }
@@ -674,6 +787,9 @@ TEST_F(ForgeLoopTest, GivenAnAnalystCallThatFailsTheRulesAdviseAndTheRunGoesOn) 
   int failed = 0;
   for (const LlmCallRow& c : *calls) failed += c.agent == "analyst" && !c.error.empty();
   EXPECT_GE(failed, 1);
+  // Issue 12, fix 11: "llm calls" counts answered calls; the failed ones are counted apart.
+  EXPECT_EQ(s->totals.llm_calls, 2);
+  EXPECT_EQ(s->totals.failed_llm_calls, failed);
 }
 
 // Issue 12, fix 5: a run that stops because the generator's call failed is "failed" in the
@@ -692,6 +808,34 @@ TEST_F(ForgeLoopTest, GivenAGeneratorCallThatFailsTheRunIsMarkedFailedWithTheErr
   EXPECT_EQ(runs->front().status, "failed");
   EXPECT_EQ(runs->front().stop_reason, s.status().message());
   EXPECT_TRUE(Contains(runs->front().stop_reason, "script is exhausted")) << runs->front().stop_reason;
+}
+
+// Issue 12: a small model that loops on one line is stopped mid-answer (streamed), told so, and
+// its next answer is used; the stopped call is on record with its estimated tokens.
+TEST_F(ForgeLoopTest, GivenAnAnswerThatRepeatsItselfItIsStoppedAndTheModelIsAskedAgain) {
+  std::string looping = "```cpp\n#include \"kforge_cpu.h\"\n";
+  for (int i = 0; i < 400; ++i) looping += "  acc += x[i] * 0.5f;\n";
+  ScriptedModelServer server(Protocol::kOpenAiChat, {looping, CodeAnswer("slow.cc"), ReadAnswer("analyst.json"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("repetition");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<ScriptedModelServer::Exchange> ex = server.exchanges();
+  ASSERT_GE(ex.size(), 2u);
+  EXPECT_TRUE(Contains(ex[1].prompt, "began repeating the same lines")) << ex[1].prompt;
+  std::vector<LlmCallRow> calls = Calls(*w.store, s->run_id);
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0].finish_reason, "repetition");
+  EXPECT_LT(calls[0].response_text.size(), looping.size() / 4) << "stopped early, not at the end";
+  json details = json::parse(calls[0].details_json);
+  EXPECT_TRUE(details.value("usage_estimated", false)) << calls[0].details_json;
+  EXPECT_GT(calls[0].output_tokens, 0);
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_FALSE(attempts.empty());
+  EXPECT_EQ(attempts[0].source, ReadAnswer("slow.cc"));
+  EXPECT_EQ(attempts[0].status, "correct");
 }
 
 // With two candidates per pass the generations run in parallel threads; both are recorded once
@@ -729,6 +873,11 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   for (const LlmCallRow& call : Calls(*w.store, s->run_id))
     if (call.agent == "generator" && call.attempt != 1) generated_for.insert(call.attempt);
   EXPECT_EQ(generated_for, (std::set<int64_t>{2, 3}));
+  // The run's time counts overlapping stages once; their added-up seconds are the work.
+  Result<RunTotals> t = w.store->Totals(s->run_id);
+  ASSERT_TRUE(t.ok());
+  EXPECT_GT(t->wall_seconds, 0);
+  EXPECT_LE(t->wall_seconds, t->stage_seconds + 0.01);
 }
 
 // A model that returns its parent verbatim (real ones often do): the copy is not judged again,
@@ -1156,6 +1305,22 @@ TEST(ForgeOptionsTest, GivenRoleSamplingItSurvivesTheRecordedConfiguration) {
   EXPECT_FALSE(ForgeOptions::FromJson(json::parse(R"({"problem":"gelu"})")).generator_llm.seed);
 }
 
+TEST(ForgeOptionsTest, GivenPromptLimitsTheySurviveTheRecordedConfiguration) {
+  ForgeOptions o;
+  o.generator_prompt = {llm::PromptProfile::kCompact, 16384, 4096};
+  o.analyst_prompt.context_window = 8192;
+  ForgeOptions back = ForgeOptions::FromJson(json::parse(o.ToJson().dump()));
+  EXPECT_EQ(back.generator_prompt.profile, llm::PromptProfile::kCompact);
+  EXPECT_EQ(back.generator_prompt.context_window, 16384);
+  EXPECT_EQ(back.generator_prompt.answer_tokens, 4096);
+  EXPECT_EQ(back.analyst_prompt.profile, llm::PromptProfile::kFull);
+  EXPECT_EQ(back.analyst_prompt.context_window, 8192);
+  // A run recorded before prompt limits: full prompts, nothing checked, as it ran.
+  ForgeOptions old = ForgeOptions::FromJson(json{{"problem", "gelu"}});
+  EXPECT_EQ(old.generator_prompt.profile, llm::PromptProfile::kFull);
+  EXPECT_EQ(old.generator_prompt.context_window, 0);
+}
+
 TEST(ForgeOptionsTest, GivenAPrecisionPolicyItSurvivesTheRecordedConfiguration) {
   ForgeOptions o;
   o.eval.precision = PrecisionPolicy::kBf16;
@@ -1261,6 +1426,111 @@ TEST_F(ForgeLoopTest, GivenAFasterCandidateItBecomesTheBestOnlyThroughConfirmati
   ExpectArtifacts(w, s->run_id, attempts);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 6: prompt size, the compact profile and the context window (issue 12, part 4).
+// ---------------------------------------------------------------------------------------------
+
+// The first generation prompt of a run on repeat_scale/cpp with `profile`, as the loop builds it.
+llm::ChatRequest FirstPrompt(llm::PromptProfile profile) {
+  Problem p = LoadProblem(kProblem / "problem.toml").value();
+  GenerationContext ctx;
+  ctx.problem = &p;
+  ctx.backend = "cpp";
+  ctx.task = "first";
+  ctx.profile = profile;
+  return BuildGenerationRequest(ctx).value();
+}
+
+// A prompt that cannot fit the model's context window, even shrunk, is never sent: the call is
+// recorded with [context_too_long] and the run fails with it, saying what to do.
+TEST_F(ForgeLoopTest, GivenAPromptOverTheContextWindowNothingIsSentAndTheRunFailsSayingWhatToDo) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("context-too-long");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  ForgeOptions o = LoopOptions(c.model);
+  o.generator_prompt.context_window = 1024;
+  o.generator_llm.max_output_tokens = 900;
+  Result<ForgeSummary> s = StartRun(o, deps);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(llm::LlmErrorKindOf(s.status()), llm::LlmErrorKind::kContextTooLong) << s.status().message();
+  EXPECT_TRUE(Contains(s.status().message(), "context window of 1024 tokens")) << s.status().message();
+  EXPECT_EQ(server.received(), 0) << "nothing was sent";
+  Result<RunRow> run = w.store->GetRun(1);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, "failed");
+  std::vector<LlmCallRow> calls = Calls(*w.store, 1);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(Contains(calls[0].error, "[context_too_long]")) << calls[0].error;
+  EXPECT_EQ(calls[0].input_tokens, 0);
+  EXPECT_EQ(calls[0].prompt_chars, MeasurePrompt(FirstPrompt(llm::PromptProfile::kCompact)).chars);
+  EXPECT_EQ(calls[0].prompt_shrunk, "compact profile");
+}
+
+// A full prompt one profile too big is shrunk to the compact one, sent, and recorded as shrunk;
+// the recorded prompt tokens are the server's count.
+TEST_F(ForgeLoopTest, GivenAFullPromptOverTheContextWindowItIsSentCompactAndRecordedAsShrunk) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("context-shrunk");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  ForgeOptions o = LoopOptions(c.model);
+  o.iterations = 0;
+  o.generator_llm.max_output_tokens = 700;
+  o.generator_prompt.context_window = MeasurePrompt(FirstPrompt(llm::PromptProfile::kCompact)).estimated_tokens + 700;
+  ASSERT_GT(MeasurePrompt(FirstPrompt(llm::PromptProfile::kFull)).estimated_tokens + 700, o.generator_prompt.context_window);
+  Result<ForgeSummary> s = StartRun(o, deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<ScriptedModelServer::Exchange> ex = server.answered();
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_TRUE(Contains(ex[0].prompt, BackendPromptSection("cpp", "abi-summary").value()));
+  EXPECT_FALSE(Contains(ex[0].prompt, "candidate ABI"));
+  std::vector<LlmCallRow> calls = Calls(*w.store, s->run_id);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].prompt_shrunk, "compact profile");
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
+}
+
+// The profile is the model's: a [models.X] entry with prompt_profile = "compact" gets the ABI
+// summary, and --prompt-profile full wins over it. `kforge show` prints each call's prompt size.
+TEST_F(ForgeLoopTest, GivenAModelWithTheCompactProfileItsPromptsCarryTheAbiSummary) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), CodeAnswer("slow.cc")});
+  Workspace w("profile-per-model");
+  fs::path config = w.dir / "llm.toml";
+  llm::testing::WriteFile(config, "[models.small]\nprovider = \"openai-compat\"\nmodel = \"scripted-kernel-model\"\n"
+                                  "base_url = \"" + server.base_url() + "\"\nprompt_profile = \"compact\"\n"
+                                  "context_window = 16384\n");
+  std::vector<std::string> args = {"optimize", kProblem.string(), "--llm", "small", "--llm-config", config.string(),
+                                   "--iterations", "0", "--budget-ms", "30", "--generator-max-output-tokens", "700"};
+  KforgeProcess compact(w.dir, args);
+  ASSERT_EQ(compact.Wait(120), 0) << compact.Log();
+  args.insert(args.end(), {"--prompt-profile", "full"});
+  KforgeProcess full(w.dir, args);
+  ASSERT_EQ(full.Wait(120), 0) << full.Log();
+  std::vector<ScriptedModelServer::Exchange> ex = server.answered();
+  ASSERT_EQ(ex.size(), 2u);
+  const std::string summary = BackendPromptSection("cpp", "abi-summary").value();
+  EXPECT_TRUE(Contains(ex[0].prompt, summary));
+  EXPECT_FALSE(Contains(ex[0].prompt, "candidate ABI"));
+  EXPECT_FALSE(Contains(ex[1].prompt, summary));
+  EXPECT_TRUE(Contains(ex[1].prompt, "candidate ABI"));
+  EXPECT_LT(ex[0].chars, ex[1].chars);
+  for (int64_t run : {1, 2}) {
+    std::vector<LlmCallRow> calls = Calls(*w.store, run);
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].input_tokens, ex[run - 1].usage.input_tokens);
+    EXPECT_EQ(calls[0].prompt_chars, ex[run - 1].chars);
+    EXPECT_EQ(calls[0].prompt_shrunk, "");
+  }
+  KforgeProcess show(w.dir, {"show", "1", "--attempt", "1"});
+  ASSERT_EQ(show.Wait(30), 0) << show.Log();
+  std::vector<LlmCallRow> calls = Calls(*w.store, 1);
+  const std::string line = "prompt: " + std::to_string(ex[0].usage.input_tokens) + " tokens (server) / ~" +
+                           std::to_string(calls[0].prompt_tokens_estimate) + " estimated, " + std::to_string(ex[0].chars) + " chars";
+  EXPECT_TRUE(Contains(show.Log(), line)) << line << "\n" << show.Log();
+}
 
 // Issue 12, fix 8: the memory's line for a failed attempt is its error, not 200 characters of
 // a temporary path.

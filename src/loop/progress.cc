@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 namespace kforge {
@@ -22,9 +24,21 @@ class LineProgress : public ProgressSink {
     std::lock_guard<std::mutex> lock(mu_);
     fmt::print(stderr, "kforge: {} -- {}\n", Line(s), event);
   }
+  void Tick(const ProgressState& s, const std::string& event) override {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ticked_ && now - last_tick_ < std::chrono::duration<double>(kTickLineSeconds)) return;
+      ticked_ = true;
+      last_tick_ = now;
+    }
+    Report(s, event);
+  }
 
  private:
   std::mutex mu_;
+  bool ticked_ = false;
+  std::chrono::steady_clock::time_point last_tick_;
 };
 
 class TerminalProgress : public ProgressSink {
@@ -36,6 +50,7 @@ class TerminalProgress : public ProgressSink {
     fmt::print(stderr, "\r\033[K{}", line);
     std::fflush(stderr);
   }
+  void Tick(const ProgressState& s, const std::string& event) override { Report(s, event); }
   void Finish() override { fmt::print(stderr, "\n"); }
 
  private:

@@ -24,8 +24,13 @@ class ProgressSink {
  public:
   virtual ~ProgressSink() = default;
   virtual void Report(const ProgressState& s, const std::string& event) = 0;
+  // A live update that may come many times a second (a streamed answer's tokens): the terminal
+  // view shows each; plain lines show one every kTickLineSeconds at most.
+  virtual void Tick(const ProgressState& s, const std::string& event) { (void)s, (void)event; }
   virtual void Finish() {}
 };
+
+inline constexpr double kTickLineSeconds = 30;
 
 // Chooses the terminal view when `fd` is a terminal, else plain lines.
 std::unique_ptr<ProgressSink> NewProgressSink(int fd);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <functional>
@@ -17,14 +18,15 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace kforge {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Bump when the schema changes, and teach CheckSchema() to upgrade from the previous version.
-constexpr int64_t kSchemaVersion = 1;
+// Bump when the schema changes, and add the upgrade from the previous version to kUpgrades.
+constexpr int64_t kSchemaVersion = 2;
 constexpr int kBusyTimeoutMs = 5000;
 
 // Version 1. Each statement runs once, in order, when the database is created. Plain CREATE
@@ -99,6 +101,21 @@ constexpr const char* kSchema[] = {
     "  created_at TEXT NOT NULL)",
     "CREATE INDEX stages_by_run ON stages (run_id)",
 };
+
+// Upgrades: kUpgrades[i] takes a store from version i + 1 to i + 2. A new store is made at
+// version 1 (kSchema) and upgraded like an old one, so there is one definition of each column.
+// ADD COLUMN with a default fills the rows written before; older kforge versions refuse the
+// upgraded store (its version is newer than they know).
+struct Upgrade {
+  std::vector<const char*> statements;
+};
+const Upgrade kUpgrades[] = {
+    // Version 2: each call's prompt size (chars, kforge's token estimate) and what was cut to fit.
+    {{"ALTER TABLE llm_calls ADD COLUMN prompt_chars INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE llm_calls ADD COLUMN prompt_tokens_estimate INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE llm_calls ADD COLUMN prompt_shrunk TEXT NOT NULL DEFAULT ''"}},
+};
+static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade per version after the first");
 
 // Covering indexes for Totals, which the loop runs after every step: without them SQLite reads
 // every row's prompt and source (the summed columns sit behind them, on overflow pages), 5.7 ms
@@ -221,6 +238,10 @@ LlmCallRow ReadLlmCall(Statement& s) {
   c.request_id = s.Text(13);
   c.error = s.Text(14);
   c.created_at = s.Text(15);
+  c.prompt_chars = s.Int(16);
+  c.prompt_tokens_estimate = s.Int(17);
+  c.prompt_shrunk = s.Text(18);
+  c.details_json = s.Text(19);
   return c;
 }
 
@@ -260,6 +281,9 @@ class SqliteRunStore final : public RunStore {
   Status WriteTransaction(std::string_view doing, const std::function<Status()>& body);
   Status CreateSchema();
   Status CheckSchema();
+  Status RecordVersion(int64_t version);
+  Status UpgradeFrom(int64_t version);
+  Result<double> WallSeconds(int64_t run_id);
   Result<bool> RunExists(int64_t id);
 
   std::mutex mu_;
@@ -336,15 +360,33 @@ Status SqliteRunStore::Init() {
 
 Status SqliteRunStore::CreateSchema() {
   for (const char* sql : kSchema) KF_RETURN_IF_ERROR(Exec(sql, "creating the schema"));
+  KF_RETURN_IF_ERROR(RecordVersion(1));
+  return UpgradeFrom(1);
+}
+
+Status SqliteRunStore::RecordVersion(int64_t version) {
   Statement s(db_, "INSERT INTO schema_version (version) VALUES (?1)");
-  s.BindInt(kSchemaVersion);
+  s.BindInt(version);
   return s.Step() == SQLITE_DONE ? Status::Ok() : Error("recording the schema version");
 }
 
+// Runs inside Init's transaction: an upgrade is applied whole or not at all.
+Status SqliteRunStore::UpgradeFrom(int64_t version) {
+  for (int64_t v = version; v < kSchemaVersion; ++v) {
+    for (const char* sql : kUpgrades[v - 1].statements)
+      KF_RETURN_IF_ERROR(Exec(sql, fmt::format("upgrading the schema to version {}", v + 1)));
+    KF_RETURN_IF_ERROR(RecordVersion(v + 1));
+  }
+  return Status::Ok();
+}
+
 Status SqliteRunStore::CheckSchema() {
-  Statement s(db_, "SELECT MAX(version) FROM schema_version");
-  if (s.Step() != SQLITE_ROW) return Error("reading the schema version");
-  int64_t version = s.Int(0);
+  int64_t version = 0;
+  {  // finalized before an upgrade alters tables
+    Statement s(db_, "SELECT MAX(version) FROM schema_version");
+    if (s.Step() != SQLITE_ROW) return Error("reading the schema version");
+    version = s.Int(0);
+  }
   if (version > kSchemaVersion) {
     return Status::Unavailable(
         fmt::format("run store {} has schema version {}, newer than this kforge understands ({}); "
@@ -356,7 +398,7 @@ Status SqliteRunStore::CheckSchema() {
         fmt::format("run store {} has no valid schema version ({}); it is damaged or not kforge's",
                     path_.string(), version));
   }
-  return Status::Ok();
+  return UpgradeFrom(version);
 }
 
 Result<bool> SqliteRunStore::RunExists(int64_t id) {
@@ -507,13 +549,16 @@ Result<int64_t> SqliteRunStore::AddLlmCall(const LlmCallRow& c) {
     Statement s(db_,
                 "INSERT INTO llm_calls (run_id, attempt, agent, model, prompt_json, "
                 "response_text, finish_reason, input_tokens, output_tokens, cached_tokens, "
-                "cost_usd, latency_ms, request_id, error, created_at) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+                "cost_usd, latency_ms, request_id, error, created_at, prompt_chars, "
+                "prompt_tokens_estimate, prompt_shrunk, details_json) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+                "?18, ?19)");
     s.BindInt(c.run_id).BindInt(c.attempt).BindText(c.agent).BindText(c.model);
     s.BindText(c.prompt_json).BindText(c.response_text).BindText(c.finish_reason);
     s.BindInt(c.input_tokens).BindInt(c.output_tokens).BindInt(c.cached_tokens);
     s.BindReal(c.cost_usd).BindReal(c.latency_ms).BindText(c.request_id).BindText(c.error);
-    s.BindText(NowUtc());
+    s.BindText(NowUtc()).BindInt(c.prompt_chars).BindInt(c.prompt_tokens_estimate);
+    s.BindText(c.prompt_shrunk).BindText(c.details_json.empty() ? "{}" : c.details_json);
     if (s.Step() != SQLITE_DONE) return Error("recording an LLM call", c.run_id);
     id = sqlite3_last_insert_rowid(db_);
     return Status::Ok();
@@ -526,7 +571,8 @@ Result<std::vector<LlmCallRow>> SqliteRunStore::LlmCalls(int64_t run_id) {
   Statement s(db_,
               "SELECT id, run_id, attempt, agent, model, prompt_json, response_text, "
               "finish_reason, input_tokens, output_tokens, cached_tokens, cost_usd, latency_ms, "
-              "request_id, error, created_at FROM llm_calls WHERE run_id = ?1 ORDER BY id");
+              "request_id, error, created_at, prompt_chars, prompt_tokens_estimate, prompt_shrunk, "
+              "details_json FROM llm_calls WHERE run_id = ?1 ORDER BY id");
   s.BindInt(run_id);
   std::vector<LlmCallRow> calls;
   int rc;
@@ -596,11 +642,13 @@ Result<RunTotals> SqliteRunStore::Totals(int64_t run_id) {
   std::lock_guard<std::mutex> lock(mu_);
   // One statement, so all the sums come from the same snapshot of the database.
   Statement s(db_,
-              "SELECT r.n, a.n, a.correct, l.n, l.input, l.output, l.cached, l.cost, st.seconds "
+              "SELECT r.n, a.n, a.correct, l.n, l.input, l.output, l.cached, l.cost, st.seconds, "
+              "l.failed "
               "FROM (SELECT COUNT(*) AS n FROM runs WHERE id = ?1) AS r, "
               "(SELECT COUNT(*) AS n, COALESCE(SUM(status = 'correct'), 0) AS correct "
               "   FROM attempts WHERE run_id = ?1) AS a, "
-              "(SELECT COUNT(*) AS n, COALESCE(SUM(input_tokens), 0) AS input, "
+              "(SELECT COALESCE(SUM(error = ''), 0) AS n, COALESCE(SUM(error != ''), 0) AS failed, "
+              "   COALESCE(SUM(input_tokens), 0) AS input, "
               "   COALESCE(SUM(output_tokens), 0) AS output, "
               "   COALESCE(SUM(cached_tokens), 0) AS cached, TOTAL(cost_usd) AS cost "
               "   FROM llm_calls WHERE run_id = ?1) AS l, "
@@ -617,7 +665,34 @@ Result<RunTotals> SqliteRunStore::Totals(int64_t run_id) {
   t.cached_tokens = s.Int(6);
   t.cost_usd = s.Real(7);
   t.stage_seconds = s.Real(8);
+  t.failed_llm_calls = s.Int(9);
+  KF_ASSIGN_OR_RETURN(t.wall_seconds, WallSeconds(run_id));
   return t;
+}
+
+// A stage row is written when its stage ends: it covers [created_at - seconds, created_at].
+// Parallel stages (candidates generated at once) overlap; their union is the run's time.
+Result<double> SqliteRunStore::WallSeconds(int64_t run_id) {
+  Statement s(db_,
+              "SELECT julianday(created_at) * 86400.0 - seconds AS start, "
+              "julianday(created_at) * 86400.0 AS end FROM stages WHERE run_id = ?1 "
+              "ORDER BY start");
+  s.BindInt(run_id);
+  double total = 0, open_start = 0, open_end = 0;
+  bool open = false;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    double start = s.Real(0), end = s.Real(1);
+    if (open && start <= open_end) {
+      open_end = std::max(open_end, end);
+      continue;
+    }
+    if (open) total += open_end - open_start;
+    open_start = start, open_end = end, open = true;
+  }
+  if (rc != SQLITE_DONE) return Error("adding up a run's time");
+  if (open) total += open_end - open_start;
+  return total;
 }
 
 // Creates the folder that will hold `db`, with a message that says what to do on failure.

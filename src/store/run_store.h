@@ -69,7 +69,15 @@ struct LlmCallRow {
   double latency_ms = 0;
   std::string request_id;
   std::string error;           // non-empty when the call failed
+  // How the answer came: {"streamed", "first_token_ms", "server_ms", "queue_ms",
+  // "tokens_per_s", "usage_estimated"}, each present when known (docs/run-store.md).
+  std::string details_json = "{}";
   std::string created_at;
+  // The prompt's size as kforge measured it before sending (the server's count is input_tokens):
+  // bytes of its text, kforge's token estimate (agent/prompt_fit.h), and what was cut to fit the
+  // context window ("" = nothing). 0 and "" in calls recorded before schema version 2.
+  int64_t prompt_chars = 0, prompt_tokens_estimate = 0;
+  std::string prompt_shrunk;
 };
 
 struct RecommendationRow {
@@ -87,10 +95,13 @@ struct StageRow {
 };
 
 struct RunTotals {
-  int64_t attempts = 0, correct = 0, llm_calls = 0;
+  int64_t attempts = 0, correct = 0;
+  int64_t llm_calls = 0;         // answered calls
+  int64_t failed_llm_calls = 0;  // calls that ended in an error (their rows keep the error)
   int64_t input_tokens = 0, output_tokens = 0, cached_tokens = 0;
   double cost_usd = 0;
-  double stage_seconds = 0;
+  double stage_seconds = 0;  // work: the stages' seconds added up (parallel ones each count)
+  double wall_seconds = 0;   // time: the union of the stages' intervals (overlaps count once)
 };
 
 class RunStore {

@@ -103,6 +103,9 @@ LlmCallRow SampleCall(int64_t run_id, int64_t input, int64_t output, double cost
   c.cost_usd = cost;
   c.latency_ms = 1234.5;
   c.request_id = "req-1";
+  c.prompt_chars = input * 3;
+  c.prompt_tokens_estimate = input + 5;
+  c.prompt_shrunk = "dropped 1 oldest memory line";
   return c;
 }
 
@@ -138,7 +141,7 @@ TEST_F(RunStoreTest, GivenANewPath_OpenCreatesTheFolderAndAVersionedWalDatabase)
   ASSERT_TRUE(store);
   EXPECT_TRUE(fs::exists(db_));
   EXPECT_EQ(QueryDirectly(db_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryDirectly(db_, "SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open_v2(db_.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   for (const char* table : {"runs", "attempts", "llm_calls", "recommendations", "stages"}) {
@@ -370,12 +373,17 @@ TEST_F(RunStoreTest, GivenLlmCalls_TheyRoundTripAndTotalsAddThemUp) {
   EXPECT_DOUBLE_EQ(first.cost_usd, 0.25);
   EXPECT_DOUBLE_EQ(first.latency_ms, 1234.5);
   EXPECT_EQ(first.request_id, "req-1");
+  EXPECT_EQ(first.prompt_chars, 3000);
+  EXPECT_EQ(first.prompt_tokens_estimate, 1005);
+  EXPECT_EQ(first.prompt_shrunk, "dropped 1 oldest memory line");
   EXPECT_TRUE(IsIsoUtc(first.created_at));
   EXPECT_EQ((*calls)[2].error, "http 429: rate limited");
+  EXPECT_EQ(first.details_json, "{}");
 
   auto totals = store->Totals(run);
   ASSERT_TRUE(totals.ok()) << totals.status().ToString();
-  EXPECT_EQ(totals->llm_calls, 3);
+  EXPECT_EQ(totals->llm_calls, 2);  // answered
+  EXPECT_EQ(totals->failed_llm_calls, 1);
   EXPECT_EQ(totals->input_tokens, 4010);
   EXPECT_EQ(totals->output_tokens, 600);
   EXPECT_EQ(totals->cached_tokens, 500 + 1500 + 5);
@@ -403,6 +411,49 @@ TEST_F(RunStoreTest, GivenAttemptsAndStages_TotalsCountCorrectAttemptsAndSeconds
   EXPECT_EQ(t.input_tokens, 0);
   EXPECT_DOUBLE_EQ(t.cost_usd, 0.0);
   EXPECT_DOUBLE_EQ(t.stage_seconds, 1.75);
+}
+
+// Candidates generated in parallel: their stages overlap in time. The run's time counts the
+// overlap once; the stages' seconds added up are the work done.
+TEST_F(RunStoreTest, GivenOverlappingStages_WallSecondsCountTheOverlapOnce) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  int64_t run = store->CreateRun(SampleRun("a")).value();
+  // Two 30 s generations that ended within milliseconds of each other ran side by side.
+  ASSERT_TRUE(store->AddStage({.run_id = run, .attempt = 2, .stage = "generate", .seconds = 30}).ok());
+  ASSERT_TRUE(store->AddStage({.run_id = run, .attempt = 3, .stage = "generate", .seconds = 30}).ok());
+  RunTotals t = store->Totals(run).value();
+  EXPECT_DOUBLE_EQ(t.stage_seconds, 60);
+  EXPECT_NEAR(t.wall_seconds, 30, 1.0);
+  EXPECT_GE(t.wall_seconds, 30 - 1e-3);
+}
+
+// A store made by the previous kforge (schema 1, no details_json) is upgraded on open, keeps its
+// rows, and reads them with empty details.
+TEST_F(RunStoreTest, GivenAVersionOneStore_OpenUpgradesItAndKeepsItsRows) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    int64_t run = store->CreateRun(SampleRun("old")).value();
+    ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 10, 5, 0.1)).ok());
+  }
+  for (const char* column : {"details_json", "prompt_chars", "prompt_tokens_estimate", "prompt_shrunk"})
+    QueryDirectly(db_, (std::string("ALTER TABLE llm_calls DROP COLUMN ") + column).c_str());
+  QueryDirectly(db_, "DELETE FROM schema_version WHERE version > 1");
+  ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  auto calls = store->LlmCalls(1);
+  ASSERT_TRUE(calls.ok()) << calls.status().ToString();
+  ASSERT_EQ(calls->size(), 1u);
+  EXPECT_EQ((*calls)[0].input_tokens, 10);
+  EXPECT_EQ((*calls)[0].details_json, "{}");
+  LlmCallRow streamed = SampleCall(1, 1, 1, 0);
+  streamed.details_json = R"({"streamed":true})";
+  ASSERT_TRUE(store->AddLlmCall(streamed).ok());
+  EXPECT_EQ(store->LlmCalls(1).value().back().details_json, R"({"streamed":true})");
+  EXPECT_EQ(QueryDirectly(db_, "PRAGMA integrity_check"), "ok");
 }
 
 TEST_F(RunStoreTest, GivenAnEmptyOrMissingRun_TotalsAreZeroOrNotFound) {
@@ -526,14 +577,45 @@ TEST_F(RunStoreTest, GivenConcurrentWriters_AttemptNumbersAreUniqueAndDense) {
   EXPECT_EQ(*seen.rbegin(), kThreads * kEach);
 }
 
+// Schema version 2 added each call's prompt size: a version-1 store is upgraded when opened, its
+// earlier calls read 0 and "", and new calls keep their sizes.
+TEST_F(RunStoreTest, GivenAVersion1Store_OpenUpgradesItAndEarlierCallsHaveNoPromptSize) {
+  int64_t run = 0;
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    run = store->CreateRun(SampleRun("a")).value();
+    ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 1000, 200, 0.25)).ok());
+  }
+  for (const char* sql : {"ALTER TABLE llm_calls DROP COLUMN prompt_chars", "ALTER TABLE llm_calls DROP COLUMN prompt_tokens_estimate",
+                          "ALTER TABLE llm_calls DROP COLUMN prompt_shrunk", "ALTER TABLE llm_calls DROP COLUMN details_json",
+                          "DELETE FROM schema_version WHERE version = 2"})
+    QueryDirectly(db_, sql);
+  ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 3000, 400, 0.5)).ok());
+  auto calls = store->LlmCalls(run);
+  ASSERT_TRUE(calls.ok()) << calls.status().ToString();
+  ASSERT_EQ(calls->size(), 2u);
+  EXPECT_EQ((*calls)[0].input_tokens, 1000);
+  EXPECT_EQ((*calls)[0].prompt_chars, 0);
+  EXPECT_EQ((*calls)[0].prompt_tokens_estimate, 0);
+  EXPECT_EQ((*calls)[0].prompt_shrunk, "");
+  EXPECT_EQ((*calls)[1].prompt_chars, 9000);
+  EXPECT_EQ((*calls)[1].prompt_shrunk, "dropped 1 oldest memory line");
+  EXPECT_EQ(QueryDirectly(db_, "PRAGMA integrity_check"), "ok");
+}
+
 TEST_F(RunStoreTest, GivenANewerSchemaVersion_OpenRefusesWithAClearMessage) {
   ASSERT_TRUE(OpenStore());
-  QueryDirectly(db_, "UPDATE schema_version SET version = 2");
+  QueryDirectly(db_, "UPDATE schema_version SET version = 9");
   auto store = RunStore::Open(db_);
   ASSERT_FALSE(store.ok());
   const std::string& msg = store.status().message();
   EXPECT_NE(msg.find(db_.string()), std::string::npos) << msg;
-  EXPECT_NE(msg.find("schema version 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("schema version 9"), std::string::npos) << msg;
   EXPECT_NE(msg.find("upgrade kforge"), std::string::npos) << msg;
 }
 

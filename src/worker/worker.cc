@@ -118,6 +118,12 @@ void Child::Serve() {
     blob.clear();
     Result<json> reply = Handle(m->head, &blob);
     json head = reply.ok() ? *reply : json{{"error", reply.status().message()}};
+    // A launch that failed on a run-time kernel build: the build's log and source go with the
+    // error, for the orchestrator's compile_error.
+    if (!reply.ok() && device_) {
+      json build = device_->LastBuildFailure();
+      if (!build.is_null()) head["build_failure"] = std::move(build);
+    }
     if (!SendMessage(sock_, head, reply.ok() ? blob : std::string()).ok()) _exit(0);
   }
 }
@@ -479,7 +485,9 @@ class Supervisor {
   // Sends one command and waits for the reply. A child that died, flooded its output or sent
   // garbage ends the job: recorded as an error at `stage`, and the returned status is not ok.
   Result<Message> Call(const std::string& stage, const json& cmd, uint64_t max_blob = 0);
-  Status Fail(const std::string& stage, const std::string& message);
+  // `build_failure`: the child's record of a run-time kernel build that failed (an object), kept
+  // in the error as it came; the orchestrator reads it as untrusted text.
+  Status Fail(const std::string& stage, const std::string& message, const json& build_failure = json());
   Status Save() { return WriteFileAtomic(dir_ / "result.json", result_.dump(1)); }
   Status WriteOutput(const std::string& name, const std::string& bytes);
   int ChildThreads() const;
@@ -549,7 +557,8 @@ Result<Message> Supervisor::Call(const std::string& stage, const json& cmd, uint
   Status sent = SendMessage(sock_, cmd);
   Result<Message> m = sent.ok() ? ReceiveMessage(sock_, max_blob, &drain_) : Result<Message>(sent);
   if (m.ok() && m->head.contains("error")) {
-    KF_RETURN_IF_ERROR(Fail(stage, m->head["error"].is_string() ? m->head["error"].get<std::string>() : m->head["error"].dump()));
+    KF_RETURN_IF_ERROR(Fail(stage, m->head["error"].is_string() ? m->head["error"].get<std::string>() : m->head["error"].dump(),
+                            m->head.value("build_failure", json())));
     return Status::Unavailable("aborted at " + stage);
   }
   if (m.ok()) return m;
@@ -576,9 +585,10 @@ Result<Message> Supervisor::Call(const std::string& stage, const json& cmd, uint
   return Status::Unavailable("aborted at " + stage);
 }
 
-Status Supervisor::Fail(const std::string& stage, const std::string& message) {
+Status Supervisor::Fail(const std::string& stage, const std::string& message, const json& build_failure) {
   failed_ = true;
   result_["error"] = {{"stage", stage}, {"message", message}};
+  if (build_failure.is_object()) result_["error"]["build_failure"] = build_failure;
   return Save();
 }
 

@@ -35,6 +35,14 @@ namespace kforge::llm {
 
 enum class WireFormat { kOpenAi, kAnthropic, kGemini, kReplay };
 
+// How much of kforge's reference material a generation prompt carries (docs/loop.md, "Prompt
+// size"): kFull, the backend's whole ABI document and its worked example; kCompact, a few lines of
+// ABI summary and the same one short example, for small models and small context windows.
+enum class PromptProfile { kFull, kCompact };
+// "full" -> kFull, "compact" -> kCompact; InvalidArgument naming both for anything else.
+Result<PromptProfile> ParsePromptProfile(std::string_view word);
+std::string_view PromptProfileName(PromptProfile profile);
+
 // Everything needed to talk to one model at one endpoint.
 struct ProviderSettings {
   std::string provider;  // Preset name: "openai", "anthropic", "gemini", "vllm", "replay", ...
@@ -49,6 +57,12 @@ struct ProviderSettings {
   int max_concurrency = 4;     // Requests in flight per provider endpoint.
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds timeout{600000};  // Per attempt, whole response.
+  // Streaming (docs/llm.md, "Streaming"): answers arrive as server-sent events, so a long
+  // answer shows its progress, a server that dies mid-answer is noticed after idle_timeout of
+  // silence, and an answer that repeats itself is stopped (stop_on_repetition).
+  bool stream = true;
+  std::chrono::milliseconds idle_timeout{60000};  // Zero: no idle limit.
+  bool stop_on_repetition = true;
   // OpenAI family only: which field carries max_output_tokens ("max_completion_tokens" for
   // api.openai.com, "max_tokens" for compatible servers) and the system prompt's role
   // ("system", or "developer" for newer OpenAI models).
@@ -61,6 +75,12 @@ struct ProviderSettings {
   std::optional<int> max_output_tokens;
   std::optional<int64_t> seed;
   ReasoningEffort reasoning_effort = ReasoningEffort::kUnset;
+  // The generation prompt's profile for this model (the `local` preset: kCompact).
+  PromptProfile prompt_profile = PromptProfile::kFull;
+  // The server's context window in tokens (prompt and answer together), when known; kforge
+  // keeps its prompts inside it (docs/loop.md, "Prompt size"). Unset: nothing is checked. The
+  // `local` preset: 16384, scripts/local-llm's default KFORGE_LLM_CTX.
+  std::optional<int> context_window;
 
   // "openai:gpt-5"; "openai-compat:m@http://host/v1" for a non-default URL; "replay:<path>".
   std::string Name() const;
@@ -89,10 +109,13 @@ struct SettingsOverride {
   std::optional<std::string> max_tokens_field, system_role;
   std::optional<bool> vision;
   std::optional<int> max_concurrency, default_max_output_tokens, max_output_tokens;
-  std::optional<std::chrono::milliseconds> connect_timeout, timeout;
+  std::optional<std::chrono::milliseconds> connect_timeout, timeout, idle_timeout;
+  std::optional<bool> stream, stop_on_repetition;
   std::optional<double> temperature;
   std::optional<int64_t> seed;
   std::optional<ReasoningEffort> reasoning_effort;
+  std::optional<PromptProfile> prompt_profile;
+  std::optional<int> context_window;
 
   void ApplyTo(ProviderSettings* settings) const;
 };
@@ -163,6 +186,8 @@ std::vector<std::string> ApiKeyEnvNames(const LlmConfig& config);
 // The model scripts/local-llm serves (see docs/llm.md, "A local model").
 inline constexpr std::string_view kLocalModelName = "qwen2.5-coder-1.5b";
 inline constexpr std::string_view kLocalModelUrl = "http://127.0.0.1:8089/v1";
+// Its context window in tokens: scripts/local-llm's default KFORGE_LLM_CTX.
+inline constexpr int kLocalModelContext = 16384;
 
 }  // namespace kforge::llm
 

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,11 +88,23 @@ struct RequestFile {
   std::string content;
 };
 
+// How a streamed answer is coming along; handed to ChatRequest::on_progress as it arrives.
+struct StreamProgress {
+  int64_t tokens = 0;            // Pieces of answer (text or reasoning) so far: about a token each.
+  int64_t chars = 0;             // Characters of visible text so far.
+  std::chrono::milliseconds first_token{0};  // From the request's start to the first piece.
+  std::chrono::milliseconds elapsed{0};      // From the request's start to now.
+  double TokensPerSecond() const;  // Since the first piece; 0 before two pieces.
+};
+
 struct ChatRequest {
   std::string system;  // Empty: no system prompt.
   std::vector<Message> messages;
   ChatOptions options;
   std::vector<RequestFile> files = {};  // For exec: only (see RequestFile).
+  // Streamed calls only: called now and then (at most about once a second, and on the first
+  // piece) from the calling thread while the answer arrives. Not part of the request's content.
+  std::function<void(const StreamProgress&)> on_progress;
 
   bool HasImages() const;
 };
@@ -103,6 +116,7 @@ enum class FinishReason {
   kStopSequence,   // Hit one of ChatOptions::stop.
   kToolCalls,      // The model asked for a tool; kforge sends no tools, so rare.
   kContentFilter,  // Blocked by the provider's safety system. Complete() turns it into an error.
+  kRepetition,     // kforge stopped a streamed answer that kept repeating itself.
   kOther,
 };
 std::string_view FinishReasonName(FinishReason reason);
@@ -129,6 +143,17 @@ struct ChatResponse {
   Usage usage;
   std::optional<double> cost_usd;        // Unset when the price table has no entry for the model.
   std::chrono::milliseconds latency{0};  // The successful attempt's round trip.
+  // Streamed answers: from the successful attempt's start to its first piece of answer (the
+  // server's queue and its reading of the prompt). Zero when not streamed.
+  std::chrono::milliseconds first_token{0};
+  // The server's own compute time for this answer where it reports one (llama.cpp's
+  // timings.prompt_ms + predicted_ms); latency minus this is time spent queueing or in transit.
+  std::optional<std::chrono::milliseconds> server_time;
+  bool streamed = false;
+  // The usage is kforge's estimate, not the server's count: a streamed answer stopped by kforge
+  // (kRepetition) ends before the server reports usage. Output: the pieces received; input: the
+  // prompt's bytes / 4.
+  bool usage_estimated = false;
   std::chrono::milliseconds total_time{0};  // Including failed attempts and retry waits.
   std::string request_id;   // The provider's request id (header), else the response id.
   std::string model;        // The model that answered, as the provider names it.

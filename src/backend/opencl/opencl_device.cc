@@ -115,6 +115,7 @@ class OpenClDevice : public Device {
   Result<int64_t> ScratchBytes(const LaunchArgs& args) override;
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
   nlohmann::json PrecisionReport() override;
+  nlohmann::json LastBuildFailure() override { return build_failure_; }
   Result<Peaks> MeasurePeaks() override;
   Result<TheoreticalPeaks> ComputeTheoreticalPeaks() override;
 
@@ -126,6 +127,7 @@ class OpenClDevice : public Device {
   Status Check(cl_int e, const char* what) {
     return e == CL_SUCCESS ? Status::Ok() : Status::Unavailable(std::string(what) + " failed: " + ErrorName(e));
   }
+  cl_program BuildProgram(const char* source, const std::string& options);
   void MakeArgs(const LaunchArgs& args, ClArgs* out);
   Result<double> TimeMarkers(cl_event before, cl_event after);
   Result<double> PeakBandwidth();
@@ -145,6 +147,7 @@ class OpenClDevice : public Device {
   std::map<std::pair<cl_program, std::string>, cl_kernel> kernels_;
   std::vector<std::string> build_options_seen_;
   char error_[16384] = {};
+  nlohmann::json build_failure_;  // the last failed build of the current (or a failed) Launch
 };
 
 struct OpenClDevice::ClArgs {
@@ -253,6 +256,44 @@ Status OpenClDevice::Load(const KernelSpec& spec) {
   return Status::Ok();
 }
 
+// The driver's build log for `p`, without the NUL that ends it.
+std::string BuildLog(cl_program p, cl_device_id device) {
+  size_t n = 0;
+  clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+  std::string log(n, '\0');
+  clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+// What the orchestrator turns into a compile_error (Device::LastBuildFailure): bounded, since
+// it travels in the child's reply (a generated source of megabytes is cut, and then maps only
+// where it was cut).
+nlohmann::json BuildFailureRecord(cl_int code, const std::string& options, const char* source,
+                                  const std::string& log) {
+  constexpr size_t kMaxSource = 1 << 20, kMaxLog = 256 << 10;
+  return {{"code", code}, {"options", options},
+          {"source", std::string(source).substr(0, kMaxSource)}, {"log", log.substr(0, kMaxLog)}};
+}
+
+// Builds (source, options); nullptr with error_ and build_failure_ set when it does not build.
+cl_program OpenClDevice::BuildProgram(const char* source, const std::string& options) {
+  cl_int e = CL_SUCCESS;
+  cl_program p = clCreateProgramWithSource(context_, 1, &source, nullptr, &e);
+  if (e != CL_SUCCESS) {
+    std::snprintf(error_, sizeof(error_), "clCreateProgramWithSource failed (%d)", e);
+    build_failure_ = BuildFailureRecord(e, options, source, "");
+    return nullptr;
+  }
+  e = clBuildProgram(p, 1, &ref_.device, options.c_str(), nullptr, nullptr);
+  if (e == CL_SUCCESS) return p;
+  const std::string log = BuildLog(p, ref_.device);
+  std::snprintf(error_, sizeof(error_), "OpenCL program build failed (%d):\n%s", e, log.c_str());
+  build_failure_ = BuildFailureRecord(e, options, source, log);
+  clReleaseProgram(p);
+  return nullptr;
+}
+
 cl_kernel OpenClDevice::GetKernel(const char* source, const char* options, const char* name) {
   std::string opts = options ? options : "";
   std::string key = opts + '\0' + (source ? source : "");
@@ -263,19 +304,8 @@ cl_kernel OpenClDevice::GetKernel(const char* source, const char* options, const
       return nullptr;
     }
     build_options_seen_.push_back(opts);
-    cl_int e = CL_SUCCESS;
-    cl_program p = clCreateProgramWithSource(context_, 1, &source, nullptr, &e);
-    if (e != CL_SUCCESS) return nullptr;
-    e = clBuildProgram(p, 1, &ref_.device, opts.c_str(), nullptr, nullptr);
-    if (e != CL_SUCCESS) {
-      size_t n = 0;
-      clGetProgramBuildInfo(p, ref_.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-      std::string log(n, '\0');
-      clGetProgramBuildInfo(p, ref_.device, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-      std::snprintf(error_, sizeof(error_), "OpenCL program build failed (%d):\n%s", e, log.c_str());
-      clReleaseProgram(p);
-      return nullptr;
-    }
+    cl_program p = BuildProgram(source, opts);
+    if (!p) return nullptr;
     it = programs_.emplace(key, p).first;
   }
   auto kkey = std::make_pair(it->second, std::string(name ? name : ""));
@@ -346,6 +376,7 @@ Result<LaunchTiming> OpenClDevice::Launch(const LaunchArgs& args) {
   ClArgs c;
   MakeArgs(args, &c);
   error_[0] = '\0';
+  build_failure_ = nullptr;
   cl_event before = nullptr, after = nullptr;
   double h0 = NowMs();
   KF_RETURN_IF_ERROR(Check(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &before), "marker"));
@@ -357,6 +388,7 @@ Result<LaunchTiming> OpenClDevice::Launch(const LaunchArgs& args) {
   if (e == CL_SUCCESS && f == CL_SUCCESS) device_ms = TimeMarkers(before, after);
   clReleaseEvent(before);
   if (after) clReleaseEvent(after);
+  if (rc == 0) build_failure_ = nullptr;  // the candidate got past it (another build, say)
   if (rc != 0)
     return Status::InvalidArgument("kf_cl_run returned " + std::to_string(rc) +
                                    (error_[0] ? std::string(": ") + error_ : std::string()));
