@@ -110,10 +110,12 @@ struct Upgrade {
   std::vector<const char*> statements;
 };
 const Upgrade kUpgrades[] = {
-    // Version 2: each call's prompt size (chars, kforge's token estimate) and what was cut to fit.
+    // Version 2: each call's prompt size (chars, kforge's token estimate) and what was cut to fit,
+    // and how its answer came (streamed, first token, server time, estimated usage).
     {{"ALTER TABLE llm_calls ADD COLUMN prompt_chars INTEGER NOT NULL DEFAULT 0",
       "ALTER TABLE llm_calls ADD COLUMN prompt_tokens_estimate INTEGER NOT NULL DEFAULT 0",
-      "ALTER TABLE llm_calls ADD COLUMN prompt_shrunk TEXT NOT NULL DEFAULT ''"}},
+      "ALTER TABLE llm_calls ADD COLUMN prompt_shrunk TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE llm_calls ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}'"}},
 };
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade per version after the first");
 
