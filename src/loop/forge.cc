@@ -117,7 +117,8 @@ class ForgeRun {
   Status ConfirmBestAgainstSeed();
   const AttemptRow* SeedAttempt() const;
   const AttemptRow* SameSource(const AttemptRow& a) const;
-  Status RecordDuplicate(AttemptRow& a, const AttemptRow& same, const fs::path& main);
+  // `same` is a copy: the attempts it came from are reloaded inside.
+  Status RecordDuplicate(AttemptRow& a, AttemptRow same, const fs::path& main);
   // `repairing`: the attempt the prompt repairs (its full verdict is in the prompt already).
   GenerationContext BaseContext(const std::string& task, int64_t repairing = -1);
   std::string Memory(int64_t repairing) const;
@@ -278,7 +279,7 @@ const AttemptRow* ForgeRun::SameSource(const AttemptRow& a) const {
 
 // A duplicate's verdict says which attempt it repeats and what that one was judged, so that a
 // repair prompt tells the model to change the kernel rather than return it again.
-Status ForgeRun::RecordDuplicate(AttemptRow& a, const AttemptRow& same, const fs::path& main) {
+Status ForgeRun::RecordDuplicate(AttemptRow& a, AttemptRow same, const fs::path& main) {
   char ms[48] = "";
   if (same.median_ms > 0) std::snprintf(ms, sizeof ms, ", %.4f ms", same.median_ms);
   const std::string judged = same.status + ms;

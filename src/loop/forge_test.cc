@@ -366,7 +366,14 @@ json VerdictJson(const AttemptRow& a) { return json::parse(a.verdict_json.empty(
 // Keeps the live updates (Tick) of a run.
 class RecordingProgress : public ProgressSink {
  public:
-  void Report(const ProgressState&, const std::string&) override {}
+  void Report(const ProgressState&, const std::string& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(event);
+  }
+  std::vector<std::string> events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
   void Tick(const ProgressState&, const std::string& event) override {
     std::lock_guard<std::mutex> lock(mu_);
     ticks_.push_back(event);
@@ -378,7 +385,7 @@ class RecordingProgress : public ProgressSink {
 
  private:
   mutable std::mutex mu_;
-  std::vector<std::string> ticks_;
+  std::vector<std::string> ticks_, events_;
 };
 
 // Below llm::testing::TestRoot(), which the llm test environment searches for the API key when
@@ -888,6 +895,9 @@ TEST_F(ForgeLoopTest, GivenACandidateIdenticalToItsParentItIsNotJudgedAgainAndTh
   ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
   ASSERT_TRUE(c.client);
   Workspace w("duplicate");
+  auto progress = std::make_unique<RecordingProgress>();
+  RecordingProgress* seen = progress.get();
+  w.progress = std::move(progress);
   ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
   Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -903,6 +913,10 @@ TEST_F(ForgeLoopTest, GivenACandidateIdenticalToItsParentItIsNotJudgedAgainAndTh
   ASSERT_EQ(gens.size(), 3u);
   EXPECT_TRUE(Contains(gens[2].prompt, "identical to attempt " + std::to_string(attempts[0].number))) << gens[2].prompt;
   EXPECT_EQ(s->best_attempt, attempts[2].number);
+  // The progress line names the attempt repeated (it once read a reloaded-away row: "attempt 0").
+  const std::string said = "attempt 2: identical to attempt " + std::to_string(attempts[0].number) + ", not judged again";
+  std::vector<std::string> events = seen->events();
+  EXPECT_NE(std::find(events.begin(), events.end(), said), events.end()) << ::testing::PrintToString(events);
 }
 
 TEST_F(ForgeLoopTest, GivenAKernelBenchProblemTheModelsModelNewIsRepairedAndJudged) {
