@@ -11,7 +11,35 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kBaselines[] = {"torch_eager", "torch_compile", "torch_best"};
+const char* const kTorchBaselines[] = {"torch_eager", "torch_compile", "torch_best"};
+const char* const kProblemBaselines[] = {"reference", "seed"};
+
+bool AnyRowHas(const std::vector<BenchRow>& rows, const char* baseline) {
+  for (const BenchRow& r : rows)
+    if (r.baseline_ms.count(baseline)) return true;
+  return false;
+}
+
+// The table's two time columns and two speedup columns: PyTorch's where the suite has them,
+// else the problem's reference and seed.
+struct TableBaselines {
+  const char* times[2];
+  const char* time_titles[2];
+  const char* speedups[2];
+  const char* speedup_titles[2];
+};
+constexpr TableBaselines kTorchTable = {{"torch_eager", "torch_compile"}, {"eager_ms", "compile_ms"},
+                                        {"torch_eager", "torch_best"}, {"x_eager", "x_best"}};
+constexpr TableBaselines kProblemTable = {{"reference", "seed"}, {"ref_ms", "seed_ms"},
+                                          {"reference", "seed"}, {"x_ref", "x_seed"}};
+
+const TableBaselines& TableFor(const std::vector<BenchRow>& rows) {
+  for (const char* b : kTorchBaselines)
+    if (AnyRowHas(rows, b)) return kTorchTable;
+  for (const char* b : kProblemBaselines)
+    if (AnyRowHas(rows, b)) return kProblemTable;
+  return kTorchTable;
+}
 
 std::string Ms(double v) { return v > 0 ? fmt::format("{:.4f}", v) : "-"; }
 std::string X(double v) { return v > 0 ? fmt::format("{:.2f}x", v) : "-"; }
@@ -40,12 +68,24 @@ std::string ConfirmedText(const BenchRow& r) {
 
 }  // namespace
 
+std::vector<std::string> BenchBaselines(const std::vector<BenchRow>& rows) {
+  std::vector<std::string> out;
+  bool torch = false;
+  for (const char* b : kTorchBaselines) torch |= AnyRowHas(rows, b);
+  bool problem = false;
+  for (const char* b : kProblemBaselines) problem |= AnyRowHas(rows, b);
+  if (torch || !problem) out.insert(out.end(), std::begin(kTorchBaselines), std::end(kTorchBaselines));
+  if (problem) out.insert(out.end(), std::begin(kProblemBaselines), std::end(kProblemBaselines));
+  return out;
+}
+
 BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   BenchSummary s;
+  s.baselines = BenchBaselines(rows);
   s.problems = static_cast<int>(rows.size());
   for (const BenchRow& r : rows) s.correct += r.correct();
   s.share_correct = s.problems ? static_cast<double>(s.correct) / s.problems : 0;
-  for (const char* b : kBaselines) {
+  for (const std::string& b : s.baselines) {
     double log_sum = 0;
     int n = 0;
     for (double p : s.ps) {
@@ -92,7 +132,7 @@ json RowToJson(const BenchRow& r) {
             {"published_ms", r.published_ms},
             {"torch_compile_first_call_s", r.compile_first_call_s},
             {"speedups", json::object()}};
-  for (const char* b : kBaselines)
+  for (const auto& [b, ms] : r.baseline_ms)
     if (r.Speedup(b) > 0) j["speedups"][b] = r.Speedup(b);
   if (!r.confirmed.is_null()) j["confirmed"] = r.confirmed;
   if (!r.verdict.is_null()) j["verdict"] = r.verdict;
@@ -127,9 +167,9 @@ const BenchRow& BaselineRow(const std::vector<BenchPass>& passes, size_t i) {
 
 constexpr int kGroupWidth = 14 + 1 + 10 + 1 + 8 + 1 + 8;  // status kernel_ms x_eager x_best
 
-std::string Header(const std::vector<BenchPass>& passes, bool published) {
+std::string Header(const std::vector<BenchPass>& passes, bool published, const TableBaselines& tb) {
   std::string groups = fmt::format("{:<52} {:>10} {:>10}", "", "", "");
-  std::string columns = fmt::format("{:<52} {:>10} {:>10}", "problem", "eager_ms", "compile_ms");
+  std::string columns = fmt::format("{:<52} {:>10} {:>10}", "problem", tb.time_titles[0], tb.time_titles[1]);
   if (published) {
     groups += fmt::format(" {:>10} {:>10} {:>7} {:>7}", "", "", "", "");
     columns +=
@@ -137,16 +177,16 @@ std::string Header(const std::vector<BenchPass>& passes, bool published) {
   }
   for (const BenchPass& p : passes) {
     groups += fmt::format(" {:<{}}", "[" + p.precision + "]", kGroupWidth);
-    columns +=
-        fmt::format(" {:<14} {:>10} {:>8} {:>8}", "status", "kernel_ms", "x_eager", "x_best");
+    columns += fmt::format(" {:<14} {:>10} {:>8} {:>8}", "status", "kernel_ms", tb.speedup_titles[0],
+                           tb.speedup_titles[1]);
   }
   groups.erase(groups.find_last_not_of(' ') + 1);
   return groups + "\n" + columns + "\n";
 }
 
-std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published) {
+std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published, const TableBaselines& tb) {
   const BenchRow& b = BaselineRow(passes, i);
-  double e = Get(b.baseline_ms, "torch_eager"), c = Get(b.baseline_ms, "torch_compile");
+  double e = Get(b.baseline_ms, tb.times[0]), c = Get(b.baseline_ms, tb.times[1]);
   std::string t = fmt::format("{:<52} {:>10} {:>10}", b.problem.substr(0, 52), Ms(e), Ms(c));
   if (published) {
     double pe = Get(b.published_ms, "published_eager"),
@@ -157,8 +197,8 @@ std::string Line(const std::vector<BenchPass>& passes, size_t i, bool published)
   }
   for (const BenchPass& p : passes) {
     const BenchRow& r = p.rows[i];
-    t += fmt::format(" {:<14} {:>10} {:>8} {:>8}", r.status, Ms(r.ms), X(r.Speedup("torch_eager")),
-                     X(r.Speedup("torch_best")));
+    t += fmt::format(" {:<14} {:>10} {:>8} {:>8}", r.status, Ms(r.ms), X(r.Speedup(tb.speedups[0])),
+                     X(r.Speedup(tb.speedups[1])));
   }
   t += "\n";
   for (const BenchPass& p : passes) {
@@ -179,7 +219,7 @@ std::string SummarySection(const BenchPass& p) {
   std::string t = fmt::format("\n[{}] {} problems, {} correct ({:.1f}%)\n", p.precision, s.problems,
                               s.correct, 100 * s.share_correct);
   t += fmt::format("{:<15} {:>8} {:>8} {:>8} {:>8} {:>14}\n", "baseline", "fast_0", "fast_1", "fast_1.5", "fast_2", "geomean (n)");
-  for (const char* b : kBaselines) {
+  for (const std::string& b : s.baselines) {
     const auto& f = s.fast_p.at(b);
     t += fmt::format("{:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} ({})\n", b, f.at(0), f.at(1), f.at(1.5), f.at(2),
                      s.geomean.at(b), s.geomean_count.at(b));
@@ -206,8 +246,9 @@ std::string BenchTable(const std::vector<BenchPass>& passes) {
   const std::vector<BenchRow>& rows = passes.front().rows;
   bool published = false;
   for (const BenchRow& r : rows) published |= !r.published_ms.empty();
-  std::string t = Header(passes, published);
-  for (size_t i = 0; i < rows.size(); ++i) t += Line(passes, i, published);
+  const TableBaselines& tb = TableFor(rows);
+  std::string t = Header(passes, published, tb);
+  for (size_t i = 0; i < rows.size(); ++i) t += Line(passes, i, published, tb);
   bool baselines_only = !rows.empty();
   for (const BenchRow& r : rows) baselines_only &= r.status == "baselines";
   if (baselines_only)

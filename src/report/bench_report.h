@@ -5,8 +5,10 @@
 // candidate median, both measured by kforge in the same run. fast_p is the share of *all*
 // problems in the suite that are correct and faster than the baseline by more than p
 // (fast_0 is the share correct). The geometric mean runs over correct problems that have that
-// baseline. Baselines: torch_eager, torch_compile and torch_best (the faster of the two per
-// problem).
+// baseline. Baselines: on PyTorch problems torch_eager, torch_compile and torch_best (the faster
+// of the two per problem); on kforge problems (a C++ reference, no PyTorch module) the problem's
+// reference and its seed kernel for the backend. A suite reports the baselines its rows have
+// (BenchBaselines).
 //
 // A bench may run the suite under several precision policies (docs/evaluation.md); each is one
 // BenchPass with its own rows and summary, reported as its own columns and summary section.
@@ -43,7 +45,13 @@ struct BenchRow {
   double Speedup(const std::string& baseline) const;
 };
 
+// The baselines a suite's rows were measured against, in report order: torch_eager,
+// torch_compile, torch_best when any row has a PyTorch baseline, then reference and seed when
+// any row has those. A suite with none reports the PyTorch three (as zeros).
+std::vector<std::string> BenchBaselines(const std::vector<BenchRow>& rows);
+
 struct BenchSummary {
+  std::vector<std::string> baselines;  // BenchBaselines(rows)
   int problems = 0, correct = 0;
   double share_correct = 0;
   std::vector<double> ps = {0, 1, 1.5, 2};
@@ -70,8 +78,9 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows);
 // summary and "summary_by_precision" each pass's, by policy name.
 nlohmann::json BenchToJson(const std::vector<BenchPass>& passes, const nlohmann::json& meta);
 // One line per problem: its baseline times (from the first pass that has them), then per pass
-// a group of columns (status, kernel_ms, x_eager, x_best) under the pass's policy name; then
-// a summary section per pass.
+// a group of columns (status, kernel_ms and two speedups: x_eager and x_best on a PyTorch
+// suite, x_ref and x_seed on a suite of kforge problems) under the pass's policy name; then a
+// summary section per pass.
 std::string BenchTable(const std::vector<BenchPass>& passes);
 
 // Published KernelBench baseline times (baseline_time_torch.json and

@@ -67,6 +67,52 @@ TEST(BenchSummaryTest, GivenConfirmationsTheTableShowsEachRatioWithItsIntervalBe
   EXPECT_EQ(j["summary"]["confirmed"]["faster"], 1);
 }
 
+// kforge problems (a C++ reference, no PyTorch module): the baselines are the reference and the
+// seed, measured in the same judgement (issue 14, item 2: these printed empty columns and fast_p
+// 0 over n = 0 although every kernel beat its seed).
+BenchRow ProblemRow(const std::string& name, const std::string& status, double ms, double reference, double seed) {
+  BenchRow r;
+  r.problem = name;
+  r.status = status;
+  r.ms = ms;
+  r.baseline_ms["reference"] = reference;
+  r.baseline_ms["seed"] = seed;
+  return r;
+}
+
+TEST(BenchSummaryTest, GivenKforgeProblemsTheBaselinesAreTheReferenceAndTheSeed) {
+  std::vector<BenchRow> rows = {ProblemRow("gelu", "correct", 0.01, 0.4, 0.08),      // 8x seed
+                                ProblemRow("softmax", "correct", 0.02, 0.1, 0.03),   // 1.5x seed
+                                ProblemRow("matmul", "compile_error", 0, 2.0, 1.0)};
+  BenchSummary s = Summarize(rows);
+  EXPECT_EQ(s.baselines, (std::vector<std::string>{"reference", "seed"}));
+  EXPECT_NEAR(s.fast_p["seed"][1], 2.0 / 3, 1e-12);
+  EXPECT_NEAR(s.fast_p["seed"][2], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(s.geomean["seed"], std::sqrt(8 * 1.5), 1e-9);
+  EXPECT_EQ(s.geomean_count["seed"], 2);
+  EXPECT_NEAR(s.geomean["reference"], std::sqrt(40 * 5.0), 1e-9);
+  EXPECT_EQ(s.fast_p.count("torch_eager"), 0u) << "no PyTorch baseline to report";
+
+  std::vector<BenchPass> passes = {Pass("strict", rows)};
+  std::string table = BenchTable(passes);
+  EXPECT_NE(table.find("ref_ms"), std::string::npos) << table;
+  EXPECT_NE(table.find("x_seed"), std::string::npos) << table;
+  EXPECT_NE(table.find("8.00x"), std::string::npos) << table;
+  EXPECT_NE(table.find("\nseed "), std::string::npos) << "a summary line for the seed\n" << table;
+  EXPECT_EQ(table.find("torch_eager"), std::string::npos) << table;
+  nlohmann::json j = BenchToJson(passes, nlohmann::json::object());
+  EXPECT_DOUBLE_EQ(j["rows"][0]["speedups"]["seed"], 8.0);
+  EXPECT_NEAR(j["summary"]["fast_p"]["seed"]["1"].get<double>(), 2.0 / 3, 1e-12);
+}
+
+TEST(BenchSummaryTest, GivenAMixedSuiteBothKindsOfBaselineAreReported) {
+  std::vector<BenchRow> rows = {Row("correct", 1.0, 3.0, 2.5), ProblemRow("gelu", "correct", 0.01, 0.4, 0.08)};
+  BenchSummary s = Summarize(rows);
+  EXPECT_EQ(s.baselines, (std::vector<std::string>{"torch_eager", "torch_compile", "torch_best", "reference", "seed"}));
+  EXPECT_EQ(s.geomean_count["torch_eager"], 1);
+  EXPECT_EQ(s.geomean_count["seed"], 1);
+}
+
 TEST(BenchSummaryTest, AnEmptySuiteHasZerosNotNaNs) {
   BenchSummary s = Summarize({});
   EXPECT_EQ(s.problems, 0);
