@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <mutex>
 #include <regex>
@@ -205,6 +206,10 @@ std::string PassLabel(std::optional<PrecisionPolicy> requested, const std::vecto
   return shared.empty() ? "problem default" : shared;
 }
 
+std::string PolicyLabel(std::optional<PrecisionPolicy> policy) {
+  return policy ? std::string(PrecisionPolicyName(*policy)) : "problem default";
+}
+
 // Every (problem, policy) pair, -j at a time; the policies of one problem run one after another.
 std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path>& files) {
   const std::vector<std::optional<PrecisionPolicy>> policies = PassPolicies(f);
@@ -212,10 +217,18 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
   std::vector<std::vector<BenchRow>> rows(np, std::vector<BenchRow>(n));
   std::atomic<size_t> next{0};
   std::mutex print_mu;
+  size_t done = 0;  // under print_mu
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto work = [&] {
     std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
     for (size_t job; (job = next++) < n * np;) {
       size_t i = job / np, k = job % np;
+      {
+        std::lock_guard<std::mutex> lock(print_mu);
+        fmt::print(stderr, "kforge bench: [{}/{}] {}{}: started ({})\n", i + 1, n, ProblemKey(files[i]),
+                   np > 1 ? " [" + PolicyLabel(policies[k]) + "]" : "", BenchProgress(done, n * np, elapsed()));
+      }
       BenchRow& row = rows[k][i];
       row = BenchOne(f, files[i], policies[k], *runner);
       if (!f.published.empty() && files[i].extension() == ".py")
@@ -225,9 +238,10 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
       std::string times;
       for (const auto& [name, ms] : row.baseline_ms)
         times += fmt::format(" {} {:.4f} ms", name, ms);
-      fmt::print(stderr, "kforge bench: [{}/{}] {}{} {}{}{}\n", i + 1, n, row.problem,
+      ++done;
+      fmt::print(stderr, "kforge bench: [{}/{}] {}{} {}{}{} ({})\n", i + 1, n, row.problem,
                  np > 1 || !row.precision.empty() ? " [" + row.precision + "]" : "", row.status,
-                 row.ms > 0 ? fmt::format(" {:.4f} ms", row.ms) : "", times);
+                 row.ms > 0 ? fmt::format(" {:.4f} ms", row.ms) : "", times, BenchProgress(done, n * np, elapsed()));
     }
   };
   std::vector<std::thread> threads;

@@ -257,6 +257,23 @@ std::string BenchTable(const std::vector<BenchPass>& passes) {
   return t;
 }
 
+namespace {
+
+std::string Duration(double seconds) {
+  if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 5400) return fmt::format("{:.0f} min", seconds / 60);
+  return fmt::format("{:.1f} h", seconds / 3600);
+}
+
+}  // namespace
+
+std::string BenchProgress(size_t done, size_t total, double elapsed_s) {
+  std::string t = fmt::format("{}/{} done, {} elapsed", done, total, Duration(elapsed_s));
+  if (done == 0 || done >= total) return t;
+  double left = elapsed_s / static_cast<double>(done) * static_cast<double>(total - done);
+  return t + ", about " + Duration(left) + " left";
+}
+
 std::map<std::string, double> PublishedTimes(const std::string& dir, const std::string& level, const std::string& file) {
   std::map<std::string, double> out;
   for (const auto& [key, name] : std::map<std::string, std::string>{

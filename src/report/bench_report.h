@@ -83,6 +83,11 @@ nlohmann::json BenchToJson(const std::vector<BenchPass>& passes, const nlohmann:
 // summary section per pass.
 std::string BenchTable(const std::vector<BenchPass>& passes);
 
+// Progress of a bench for its log lines: "3/8 done, 41 s elapsed, about 68 s left" (the time left
+// is the mean time per finished job times the jobs left; nothing is guessed before the first
+// finishes: "0/8 done, 2 s elapsed").
+std::string BenchProgress(size_t done, size_t total, double elapsed_s);
+
 // Published KernelBench baseline times (baseline_time_torch.json and
 // baseline_time_torch_compile_inductor_default.json in `dir`): level ("level2") and file name
 // -> mean ms, as published_eager / published_compile. Missing files give an empty map.

@@ -113,6 +113,15 @@ TEST(BenchSummaryTest, GivenAMixedSuiteBothKindsOfBaselineAreReported) {
   EXPECT_EQ(s.geomean_count["seed"], 1);
 }
 
+TEST(BenchProgressTest, GivenFinishedJobsItEstimatesTheTimeLeftFromTheirMean) {
+  EXPECT_EQ(BenchProgress(0, 8, 2.4), "0/8 done, 2 s elapsed");
+  EXPECT_EQ(BenchProgress(3, 8, 41), "3/8 done, 41 s elapsed, about 68 s left");
+  EXPECT_EQ(BenchProgress(2, 37, 600), "2/37 done, 10 min elapsed, about 2.9 h left");
+  EXPECT_EQ(BenchProgress(4, 8, 1200), "4/8 done, 20 min elapsed, about 20 min left");
+  EXPECT_EQ(BenchProgress(8, 8, 100), "8/8 done, 2 min elapsed");
+  EXPECT_EQ(BenchProgress(1, 740, 84), "1/740 done, 84 s elapsed, about 17.2 h left");
+}
+
 TEST(BenchSummaryTest, AnEmptySuiteHasZerosNotNaNs) {
   BenchSummary s = Summarize({});
   EXPECT_EQ(s.problems, 0);
