@@ -37,6 +37,17 @@ std::string MainExtension(const std::string& backend) {
   return backend == "cpp" ? ".cc" : backend == "cuda" ? ".cu" : ".cpp";
 }
 
+// The candidate's files (candidate<ext>, and its sibling program, main file first): what
+// WriteFiles puts in the attempt's folder, and what clients that work on files get (exec:
+// copies them into the command's input folder).
+std::vector<llm::RequestFile> CandidateFiles(const AttemptRow& a, const std::string& backend, const BackendInfo& info) {
+  std::vector<llm::RequestFile> files = {{"candidate" + MainExtension(backend), a.source}};
+  json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
+  if (extra.is_object() && extra.contains("program") && info.sibling_extension)
+    files.push_back({std::string("candidate") + info.sibling_extension, extra["program"].get<std::string>()});
+  return files;
+}
+
 bool IsCorrect(const AttemptRow& a) { return a.state == "done" && a.status == "correct" && a.median_ms > 0; }
 
 json VerdictOf(const AttemptRow& a) {
@@ -51,6 +62,12 @@ bool LostConfirmation(const AttemptRow& a) {
   return a.verdict_json.find("\"confirmation_lost_to\":") != std::string::npos &&
          VerdictOf(a).contains("confirmation_lost_to");
 }
+
+// What CallModel appends to an answer that did not end by itself; GenerateInto reads them back.
+constexpr std::string_view kCutOffNote = "\n[kforge: the answer was cut off at the output limit]";
+constexpr std::string_view kRepetitionNote = "\n[kforge: the answer was stopped: it kept repeating itself]";
+
+bool HasNote(const std::string& answer, std::string_view note) { return answer.find(note) != std::string::npos; }
 
 // The model a client sends to: "local:qwen2.5-coder-1.5b@http://..." -> "qwen2.5-coder-1.5b".
 std::string ModelOfClient(const llm::LlmClient& client) {
@@ -206,14 +223,9 @@ Result<AttemptRow> ForgeRun::NewAttempt(const std::string& phase, int64_t iterat
 Status ForgeRun::WriteFiles(const AttemptRow& a, fs::path* main) {
   fs::path adir = dir_ / ("attempt-" + std::to_string(a.number));
   fs::create_directories(adir);
-  *main = adir / ("candidate" + MainExtension(options_.backend));
-  KF_RETURN_IF_ERROR(WriteFileAtomic(*main, a.source));
-  json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
-  if (extra.is_object() && extra.contains("program")) {
-    fs::path program = *main;
-    program.replace_extension(backend_->sibling_extension);
-    KF_RETURN_IF_ERROR(WriteFileAtomic(program, extra["program"].get<std::string>()));
-  }
+  const std::vector<llm::RequestFile> files = CandidateFiles(a, options_.backend, *backend_);
+  for (const llm::RequestFile& f : files) KF_RETURN_IF_ERROR(WriteFileAtomic(adir / f.name, f.content));
+  *main = adir / files.front().name;
   return Status::Ok();
 }
 
@@ -543,8 +555,8 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const FittedRequ
   }
   if (!r.ok()) return r.status();
   std::string text = r->text;
-  if (r->finish_reason == llm::FinishReason::kLength) text += "\n[kforge: the answer was cut off at the output limit]";
-  if (r->finish_reason == llm::FinishReason::kRepetition) text += "\n[kforge: the answer was stopped: it kept repeating itself]";
+  if (r->finish_reason == llm::FinishReason::kLength) text += kCutOffNote;
+  if (r->finish_reason == llm::FinishReason::kRepetition) text += kRepetitionNote;
   return text;
 }
 
@@ -698,16 +710,6 @@ std::string CandidateText(const AttemptRow& a) {
   return s;
 }
 
-// The candidate's files as the loop writes them (candidate<ext>, and its sibling program), for
-// clients that work on files (exec: copies them into the command's input folder).
-std::vector<llm::RequestFile> CandidateFiles(const AttemptRow& a, const std::string& backend, const BackendInfo& info) {
-  std::vector<llm::RequestFile> files = {{"candidate" + MainExtension(backend), a.source}};
-  json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
-  if (extra.is_object() && extra.contains("program") && info.sibling_extension)
-    files.push_back({std::string("candidate") + info.sibling_extension, extra["program"].get<std::string>()});
-  return files;
-}
-
 // Asks the model, extracts the candidate (asking once more when the answer was cut off, stopped
 // for repeating itself, or had no code) and fills `a`'s source. The attempt stays "generating" until it is evaluated.
 Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
@@ -718,14 +720,14 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
   for (int round = 0; round < 2; ++round) {
     KF_ASSIGN_OR_RETURN(std::string answer, CallModel(*deps_.generator, req, options_.generator_prompt, "generator", a.number));
     Result<ExtractedCandidate> c = ExtractCandidate(answer, options_.backend);
-    bool cut = answer.find("[kforge: the answer was cut off") != std::string::npos;
+    bool cut = HasNote(answer, kCutOffNote);
     if (c.ok() && !c->truncated && !cut) {
       a.source = c->main;
       a.extra_files_json = c->program.empty() ? "" : json{{"program", c->program}}.dump();
       return Status::Ok();
     }
-    bool looped = answer.find("[kforge: the answer was stopped: it kept repeating itself]") != std::string::npos;
-    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(looped ? "task_repetition.md" : "task_truncated.md", {}));
+    const char* task = HasNote(answer, kRepetitionNote) ? "task_repetition.md" : "task_truncated.md";
+    KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(task, {}));
     req = FitFollowUp(first, answer, c.ok() ? again : c.status().message(), options_.generator_prompt);
   }
   a.source = "// kforge: the model returned no usable code twice\n";
