@@ -394,6 +394,7 @@ TimingPlan Evaluation::PlanTiming(size_t sets) const {
   plan.sets = sets > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
   plan.budget_ms = options_.budget_ms;
   plan.cv_target = options_.cv_target;
+  plan.precision_target = options_.precision_target;
   plan.min_runs = options_.min_runs;
   plan.max_runs = options_.max_runs;
   plan.timed_checks = options_.timed_checks;
@@ -1066,7 +1067,7 @@ std::string Evaluation::PythonLockFile() const {
 json Evaluation::PythonTimingPlan(size_t sets) const {
   return {{"sets", sets > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
           {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
-          {"cv_target", options_.cv_target}, {"flush", true}};
+          {"cv_target", options_.cv_target}, {"precision_target", options_.precision_target}, {"flush", true}};
 }
 
 json Evaluation::PythonJob(const std::string& mode) const {
