@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "cli/commands.h"
+#include "eval/compile_farm.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
 #include "report/bench_report.h"
@@ -244,6 +245,22 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
                  row.ms > 0 ? fmt::format(" {:.4f} ms", row.ms) : "", times, BenchProgress(done, n * np, elapsed()));
     }
   };
+  // Every candidate's build starts now, on every core (eval/compile_farm.h); where the device
+  // may be the host CPU the judging waits for them.
+  std::unique_ptr<ProcessRunner> farm_runner = NewSandboxRunner();
+  CompileFarm farm(*farm_runner);
+  if (!f.optimize && !f.baselines_only) {
+    for (const fs::path& file : files) {
+      Result<Problem> p = LoadProblem(file);
+      fs::path candidate = p.ok() ? FindCandidate(f.candidates, file, f.options.backend) : fs::path();
+      if (!candidate.empty()) farm.Submit(*p, candidate, f.options);
+    }
+    if (!MayJudgeWhileBuilding(f.options.backend)) {
+      farm.Wait();
+      if (farm.builds_started() > 0)
+        fmt::print(stderr, "kforge bench: {} builds on {} cores in {:.1f} s before judging\n", farm.builds_started(), farm.jobs(), elapsed());
+    }
+  }
   std::vector<std::thread> threads;
   for (int j = 0; j < std::max(1, f.jobs); ++j) threads.emplace_back(work);
   for (std::thread& t : threads) t.join();

@@ -434,18 +434,12 @@ void Evaluation::RecordTolerances(const std::vector<TensorShape>& outputs) {
   verdict_.precision["tolerance"] = all;
 }
 
-// Builds for the evaluating device's own architecture; without a device (CI, no driver) for
-// $KFORGE_CUDA_ARCH or sm_90, so the static and compile gates still run, with a warning.
+// Builds for the evaluating device's own architecture (BuildArch; a guess is a warning).
 void Evaluation::ChooseArch() {
   if (!backend_->per_device_arch) return;
-  Result<std::string> arch = DeviceArch(runner_, *backend_, options_.device);
-  if (arch.ok()) {
-    arch_ = *arch;
-  } else {
-    const char* env = std::getenv("KFORGE_CUDA_ARCH");
-    arch_ = env && *env ? env : "sm_90";
-    verdict_.warnings.push_back("compiled for " + arch_ + " without a device to ask: " + arch.status().message());
-  }
+  std::string guessed;
+  arch_ = BuildArch(runner_, *backend_, options_.device, &guessed);
+  if (!guessed.empty()) verdict_.warnings.push_back(guessed);
   verdict_.fingerprint["arch"] = arch_;
 }
 

@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the schema changes, and add the upgrade from the previous version to kUpgrades.
-constexpr int64_t kSchemaVersion = 2;
+constexpr int64_t kSchemaVersion = 3;
 constexpr int kBusyTimeoutMs = 5000;
 
 // Version 1. Each statement runs once, in order, when the database is created. Plain CREATE
@@ -116,6 +116,8 @@ const Upgrade kUpgrades[] = {
       "ALTER TABLE llm_calls ADD COLUMN prompt_tokens_estimate INTEGER NOT NULL DEFAULT 0",
       "ALTER TABLE llm_calls ADD COLUMN prompt_shrunk TEXT NOT NULL DEFAULT ''",
       "ALTER TABLE llm_calls ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}'"}},
+    // Version 3: where each attempt's time went (queue, compile, check, time, evaluate).
+    {{"ALTER TABLE attempts ADD COLUMN seconds_json TEXT NOT NULL DEFAULT '{}'"}},
 };
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade per version after the first");
 
@@ -219,6 +221,7 @@ AttemptRow ReadAttempt(Statement& s) {
   a.median_ms = s.Real(12);
   a.sol_percent = s.Real(13);
   a.created_at = s.Text(14);
+  a.seconds_json = s.Text(15);
   return a;
 }
 
@@ -498,12 +501,13 @@ Result<int64_t> SqliteRunStore::AddAttempt(const AttemptRow& a) {
     Statement s(db_,
                 "INSERT INTO attempts (run_id, number, iteration, phase, state, parent, source, "
                 "extra_files_json, source_hash, params_json, status, verdict_json, median_ms, "
-                "sol_percent, created_at) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+                "sol_percent, created_at, seconds_json) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     s.BindInt(a.run_id).BindInt(number).BindInt(a.iteration).BindText(a.phase);
     s.BindText(a.state).BindInt(a.parent).BindText(a.source).BindText(a.extra_files_json);
     s.BindText(a.source_hash).BindText(a.params_json).BindText(a.status);
     s.BindText(a.verdict_json).BindReal(a.median_ms).BindReal(a.sol_percent).BindText(NowUtc());
+    s.BindText(a.seconds_json.empty() ? "{}" : a.seconds_json);
     return s.Step() == SQLITE_DONE ? Status::Ok() : Error("adding an attempt", a.run_id);
   }));
   return number;
@@ -515,10 +519,11 @@ Status SqliteRunStore::UpdateAttempt(const AttemptRow& a) {
     Statement s(db_,
                 "UPDATE attempts SET state = ?1, status = ?2, verdict_json = ?3, median_ms = ?4, "
                 "sol_percent = ?5, source = ?6, extra_files_json = ?7, source_hash = ?8, "
-                "params_json = ?9 WHERE run_id = ?10 AND number = ?11");
+                "params_json = ?9, seconds_json = ?10 WHERE run_id = ?11 AND number = ?12");
     s.BindText(a.state).BindText(a.status).BindText(a.verdict_json).BindReal(a.median_ms);
     s.BindReal(a.sol_percent).BindText(a.source).BindText(a.extra_files_json);
-    s.BindText(a.source_hash).BindText(a.params_json).BindInt(a.run_id).BindInt(a.number);
+    s.BindText(a.source_hash).BindText(a.params_json).BindText(a.seconds_json.empty() ? "{}" : a.seconds_json);
+    s.BindInt(a.run_id).BindInt(a.number);
     if (s.Step() != SQLITE_DONE) return Error("updating an attempt");
     if (sqlite3_changes(db_) > 0) return Status::Ok();
     return Status::NotFound(
@@ -531,7 +536,7 @@ Result<std::vector<AttemptRow>> SqliteRunStore::Attempts(int64_t run_id) {
   Statement s(db_,
               "SELECT run_id, number, iteration, phase, state, parent, source, extra_files_json, "
               "source_hash, params_json, status, verdict_json, median_ms, sol_percent, "
-              "created_at FROM attempts WHERE run_id = ?1 ORDER BY number");
+              "created_at, seconds_json FROM attempts WHERE run_id = ?1 ORDER BY number");
   s.BindInt(run_id);
   std::vector<AttemptRow> attempts;
   int rc;
@@ -545,7 +550,7 @@ Result<AttemptRow> SqliteRunStore::GetAttempt(int64_t run_id, int64_t number) {
   Statement s(db_,
               "SELECT run_id, number, iteration, phase, state, parent, source, extra_files_json, "
               "source_hash, params_json, status, verdict_json, median_ms, sol_percent, "
-              "created_at FROM attempts WHERE run_id = ?1 AND number = ?2");
+              "created_at, seconds_json FROM attempts WHERE run_id = ?1 AND number = ?2");
   s.BindInt(run_id).BindInt(number);
   int rc = s.Step();
   if (rc == SQLITE_ROW) return ReadAttempt(s);
