@@ -1065,7 +1065,7 @@ json ForgeOptions::ToJson() const {
           {"confirm", {{"enabled", confirm}, {"top", confirm_top}, {"rounds", confirm_options.rounds},
                        {"budget_ms", confirm_options.budget_ms}, {"min_runs", confirm_options.min_runs}}},
           {"eval", {{"sizes", eval.sizes}, {"quick", eval.quick}, {"seeds", eval.seeds}, {"budget_ms", eval.budget_ms},
-                    {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
+                    {"precision_target", eval.precision_target}, {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
                     {"min_runs", eval.min_runs}, {"max_runs", eval.max_runs},
                     {"precision", eval.precision ? PrecisionPolicyName(*eval.precision) : ""}}}};
 }
@@ -1106,6 +1106,7 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.eval.quick = e.value("quick", false);
   o.eval.seeds = e.value("seeds", o.eval.seeds);
   o.eval.budget_ms = e.value("budget_ms", o.eval.budget_ms);
+  o.eval.precision_target = e.value("precision_target", o.eval.precision_target);
   o.eval.timeout_seconds = e.value("timeout_seconds", o.eval.timeout_seconds);
   o.eval.device = e.value("device", 0);
   o.eval.baselines = e.value("baselines", true);
