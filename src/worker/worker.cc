@@ -42,6 +42,7 @@
 #include "base/subprocess.h"
 #include "eval/inputs.h"
 #include "worker/channel.h"
+#include "worker/timed_output.h"
 
 namespace kforge {
 
@@ -421,53 +422,6 @@ uint64_t FreshSeed() {
 }
 
 uint64_t RandomBelow(uint64_t n) { return n == 0 ? 0 : FreshSeed() % n; }
-
-// The first of n elements of type W equal to `pattern`, or -1.
-template <typename W>
-int64_t FindWord(const char* data, int64_t n, const unsigned char* pattern) {
-  W p;
-  std::memcpy(&p, pattern, sizeof p);
-  for (int64_t i = 0; i < n; ++i) {
-    W w;
-    std::memcpy(&w, data + i * sizeof(W), sizeof w);
-    if (w == p) return i;
-  }
-  return -1;
-}
-
-// What a timed output must be, checked by the supervisor for every timed run.
-std::string CheckTimedOutput(const TensorShape& shape, const char* data, int which, bool finite) {
-  unsigned char pattern[8];
-  size_t psize = PoisonPattern(shape.dtype, which, pattern);
-  size_t esize = DTypeSize(shape.dtype);
-  int64_t n = shape.numel();
-  int64_t poisoned = -1;
-  if (psize == esize) {
-    switch (esize) {  // a word compare per element, not a memcmp call
-      case 2: poisoned = FindWord<uint16_t>(data, n, pattern); break;
-      case 4: poisoned = FindWord<uint32_t>(data, n, pattern); break;
-      case 8: poisoned = FindWord<uint64_t>(data, n, pattern); break;
-      default:
-        for (int64_t i = 0; i < n && poisoned < 0; ++i)
-          if (std::memcmp(data + i * esize, pattern, esize) == 0) poisoned = i;
-    }
-  }
-  if (poisoned >= 0)
-    return "output '" + shape.name + "' still holds the poison at element " + std::to_string(poisoned) + " (not written)";
-  if (finite && IsFloating(shape.dtype)) {
-    constexpr int64_t kChunk = 4096;  // converted a chunk at a time: no buffer of the output's size
-    double v[kChunk];
-    for (int64_t start = 0; start < n; start += kChunk) {
-      const int64_t count = std::min(kChunk, n - start);
-      ToDouble(shape.dtype, data + start * esize, static_cast<size_t>(count), v);
-      for (int64_t i = 0; i < count; ++i)
-        if (!std::isfinite(v[i]))
-          return "output '" + shape.name + "' has " + std::to_string(v[i]) + " at element " + std::to_string(start + i) +
-                 " where the reference is finite";
-    }
-  }
-  return "";
-}
 
 struct Sample {
   int run = 0, set = 0;
