@@ -1,6 +1,7 @@
 // Profile images: charts from verdicts, gnuplot scripts, rendering (profile_images.h).
 #include "agent/profile_images.h"
 
+#include <cxxabi.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +26,17 @@ std::string Clean(const std::string& text, size_t max = 200) {
     out +=
         (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'') ? static_cast<char>(c) : '?';
   if (out.size() > max) out = out.substr(0, max - 3) + "...";
+  return out;
+}
+
+// CUPTI names kernels as the compiler mangled them ("_Z4geluPKfPfx"); the chart shows what the
+// source calls them ("gelu(float const*, float*, long long)"). Names that do not demangle stay.
+std::string Demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  char* plain = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && plain ? plain : name;
+  std::free(plain);
   return out;
 }
 
@@ -141,7 +153,7 @@ Result<KernelChart> BuildKernelChart(const std::string& label, const json& verdi
   KernelChart c;
   for (const json& r : k.value("records", json::array())) {
     if (!r.is_object()) continue;
-    c.bars.push_back({Clean(r.value("name", std::string("?")), 48), Num(r, "device_ms"),
+    c.bars.push_back({Clean(Demangle(r.value("name", std::string("?"))), 48), Num(r, "device_ms"),
                       r.value("calls", int64_t{0}),
                       r.value("own", false) ? KernelChart::Bar::kOwn : KernelChart::Bar::kLibrary});
   }
@@ -243,7 +255,7 @@ GnuplotJob KernelJob(const KernelChart& c) {
        "\"#1f77b4\", \\\n"
        "     'kernels.dat' using 0:($4==2?$2:0) title \"copies and sets\" with boxes lc rgb "
        "\"#7f7f7f\", \\\n"
-       "     'kernels.dat' using 0:2:(sprintf(\"%.4g ms x%d\", $2, $3)) notitle with labels offset "
+       "     'kernels.dat' using 0:2:(sprintf(\"%.4g ms, %d calls\", $2, $3)) notitle with labels offset "
        "0,0.8 font \",9\"\n";
   return job;
 }

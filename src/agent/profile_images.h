@@ -52,7 +52,7 @@ struct RooflineChart {
 struct KernelChart {
   std::string title;
   struct Bar {
-    std::string name;  // shortened and cleaned (see above)
+    std::string name;  // demangled, shortened and cleaned (see above)
     double device_ms = 0;
     int64_t calls = 0;
     enum Kind { kLibrary = 0, kOwn = 1, kCopy = 2 } kind = kLibrary;

@@ -126,6 +126,34 @@ TEST(KernelChartTest, GivenAKernelNameWithQuotesAndEscapesTheyDoNotReachGnuplot)
   EXPECT_FALSE(Contains(KernelJob(*c).script, "system"));
 }
 
+// A real verdict from an H200 (kforge eval of a two-kernel gelu, -b cuda; CUPTI's record):
+// mangled names become the source's, the slower kernel comes first, and both charts render.
+TEST(KernelChartTest, GivenARealH200VerdictItsKernelsAreNamedAsInTheSourceAndBothChartsRender) {
+  json v = json::parse(
+      ReadFile(fs::path(KFORGE_AGENT_TESTDATA) / "h200_gelu_two_kernels.verdict.json").value());
+  Result<KernelChart> k = BuildKernelChart("gelu (cuda)", v);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  ASSERT_EQ(k->bars.size(), 2u);  // no copies or sets in that call
+  EXPECT_EQ(k->bars[0].name, "gelu_second_half_slow(float const*, float*, l...");
+  EXPECT_EQ(k->bars[1].name, "gelu_first_half(float const*, float*, long long)");
+  EXPECT_EQ(k->bars[1].kind, KernelChart::Bar::kOwn);
+  const json& roof = v["roofline"];
+  AttemptPoint best{2, false, v["timing"]["median_ms"].get<double>(), roof["flops"].get<double>(),
+                    roof["bytes"].get<double>()};
+  Result<RooflineChart> r = BuildRooflineChart("gelu (cuda)", best, v, {best});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->achievable_gbs, 3911.0, 1.0);  // the H200's measured bandwidth
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "gnuplot is not installed (apt-get install gnuplot-nox)";
+  fs::path dir = MakeScratchDir("images-h200").value();
+  std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
+  ProfileImages images = MakeProfileImages({"gelu (cuda)", best, v, {best}}, dir, "", *runner);
+  ASSERT_EQ(images.images.size(), 2u) << ::testing::PrintToString(images.left_out);
+  EXPECT_TRUE(images.left_out.empty());
+  for (const ProfileImage& i : images.images)
+    EXPECT_EQ(i.png.rfind("\x89PNG\r\n\x1a\n", 0), 0u) << i.name;
+}
+
 // A gnuplot stand-in: records what it was asked and writes a PNG signature as <name>.png.
 class FakeGnuplot : public ProcessRunner {
  public:
