@@ -135,7 +135,8 @@ json RequestToJson(const llm::ChatRequest& r) {
   for (const llm::Message& m : r.messages) {
     json parts = json::array();
     for (const llm::ContentPart& part : m.parts) {
-      if (part.is_image()) parts.push_back({{"image", part.mime_type}, {"bytes", part.data.size()}});
+      // The image's hash, not its bytes: the same XXH3-128 that transcripts record.
+      if (part.is_image()) parts.push_back({{"image", part.mime_type}, {"bytes", part.data.size()}, {"xxh128", Hash128Hex(part.data)}});
       else parts.push_back({{"text", part.text}});
     }
     msgs.push_back({{"role", m.role == llm::Role::kUser ? "user" : "assistant"}, {"parts", parts}});

@@ -1,6 +1,7 @@
 // `kforge doctor`: what works here, and for what does not, why and how to fix it.
 #include <fmt/format.h>
 
+#include "agent/profile_images.h"
 #include "backend/registry.h"
 #include "base/files.h"
 #include "base/subprocess.h"
@@ -84,6 +85,10 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
     fmt::print("  cache    {}\n", cache.ok() ? cache->string() : cache.status().message());
     fmt::print("  trusted  {}\n", TrustedState(true).Describe());
     fmt::print("  problems {} bundled\n", ListBundledProblems().size());
+    // Advisory: without gnuplot a vision model's analyst reads text only (docs/loop.md).
+    Result<std::string> gnuplot = ProbeGnuplot(*runner);
+    fmt::print("  images   {}\n", gnuplot.ok() ? *gnuplot + ": profile images for vision analysts"
+                                                : "NOT AVAILABLE: " + gnuplot.status().message() + "; analysts read text only");
     fmt::print("isolation:\n");
     for (const std::string& line : DescribeIsolation()) fmt::print("  {}\n", line);
     fmt::print("backends:\n");

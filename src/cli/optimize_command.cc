@@ -176,7 +176,7 @@ json AttemptJson(RunStore& store, const RunRow& run, const AttemptRow& a) {
 
 // How an answer came (an llm_calls row's details), for the text view; "" when nothing is known.
 std::string DescribeDetails(const json& d) {
-  if (!d.is_object() || d.empty()) return "";
+  if (!d.is_object() || !d.contains("streamed")) return "";  // a failed call: at most its images
   std::string out = d.value("streamed", false) ? "streamed" : "not streamed";
   if (d.contains("first_token_ms")) out += fmt::format(", first token after {:.1f} s", d["first_token_ms"].get<double>() / 1000);
   if (d.contains("tokens_per_s")) out += fmt::format(", {:.1f} tokens/s", d["tokens_per_s"].get<double>());
@@ -184,6 +184,19 @@ std::string DescribeDetails(const json& d) {
     out += fmt::format(", server computed {:.1f} s, queued or in transit {:.1f} s", d["server_ms"].get<double>() / 1000,
                        d.value("queue_ms", 0.0) / 1000);
   if (d.value("usage_estimated", false)) out += ", token counts estimated by kforge (the answer was stopped before the server counted)";
+  return out;
+}
+
+// The analyst's profile images (docs/loop.md, "Profile images"): "images sent: roofline
+// (attempt-3/analysis-1-roofline.png, 44 KB, xxh128 ...)" and why any were left out; "" when the
+// call had none.
+std::string DescribeImages(const json& d) {
+  if (!d.is_object()) return "";
+  std::string out;
+  for (const json& i : d.value("images", json::array()))
+    out += fmt::format("image sent: {} ({}, {:.0f} KB, xxh128 {})\n", i.value("name", ""), i.value("file", ""),
+                       i.value("bytes", 0.0) / 1024, i.value("xxh128", ""));
+  for (const json& why : d.value("images_left_out", json::array())) out += "image left out: " + why.get<std::string>() + "\n";
   return out;
 }
 
@@ -245,6 +258,7 @@ int Show(const LoopFlags& f) {
                  c["error"].get<std::string>().empty() ? "" : "; error: " + c["error"].get<std::string>());
       fmt::print("{}\n", PromptSizeLine(c));
       if (std::string how = DescribeDetails(c.value("details", json::object())); !how.empty()) fmt::print("{}\n", how);
+      fmt::print("{}", DescribeImages(c.value("details", json::object())));
       fmt::print("prompt (last user message; --json has the whole request):\n{}\n", LastUserText(c["request"]));
       fmt::print("answer:\n{}\n", c["response"].get<std::string>());
     }

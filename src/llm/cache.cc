@@ -42,6 +42,7 @@ class CachingClient : public LlmClient {
   }
 
   std::string Describe() const override { return inner_->Describe(); }
+  bool AcceptsImages() const override { return inner_->AcceptsImages(); }
 
  private:
   std::unique_ptr<LlmClient> inner_;

@@ -111,6 +111,7 @@ class HttpLlmClient : public LlmClient {
   }
 
   std::string Describe() const override { return name_; }
+  bool AcceptsImages() const override { return ModelHasVision(settings_, *env_.prices); }
 
  private:
   ChatRequest WithDefaults(const ChatRequest& request) const {

@@ -86,6 +86,14 @@ class ReplayClient : public LlmClient {
   }
 
   std::string Describe() const override { return name_; }
+  // A run replayed must ask what it asked when recorded: with images where the recording has them.
+  bool AcceptsImages() const override {
+    for (const TranscriptEntry& entry : entries_)
+      for (const Json& message : entry.request.value("messages", Json::array()))
+        for (const Json& part : message.value("parts", Json::array()))
+          if (part.contains("image")) return true;
+    return false;
+  }
 
  private:
   const std::string name_;

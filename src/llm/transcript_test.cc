@@ -154,6 +154,31 @@ TEST_F(RecordReplayTest, GivenImagesTheTranscriptHoldsTheirHashNotTheirBytes) {
   EXPECT_EQ(json.dump().find("ZZZZZZZZ"), std::string::npos);
 }
 
+// What agents ask before attaching images (the analyst's profile images): the model's `vision`
+// through the recording and cache layers; for replay, whether the recording holds an image.
+TEST_F(RecordReplayTest, GivenEachClientStackAcceptsImagesSaysWhatTheModelOrRecordingTakes) {
+  const std::filesystem::path text_only = RecordRun();
+  transport_ = std::make_shared<FakeTransport>();  // RecordRun's last reply stays queued
+  LlmConfig config;
+  config.transcript = (dir_ / "images.jsonl").string();
+  config.cache_dir = (dir_ / "cache").string();
+  std::unique_ptr<LlmSession> session = Session(config);
+  std::unique_ptr<LlmClient> client = Client(*session, "openai:gpt-5");
+  EXPECT_TRUE(client->AcceptsImages());  // the cloud preset's default
+  ChatRequest request = Ask("what is this?");
+  request.messages[0].parts.push_back(
+      ContentPart::Image("image/png", std::string("\x89PNG\r\n\x1a\n", 8) + "pixels"));
+  transport_->PushJson(200, OpenAiAnswer("a roofline"));
+  Result<ChatResponse> answer = client->Complete(request);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  config.providers["openai"].vision = false;
+  EXPECT_FALSE(Client(*Session(config), "openai:gpt-5")->AcceptsImages());
+
+  std::unique_ptr<LlmSession> replaying = Session(LlmConfig());
+  EXPECT_TRUE(Client(*replaying, "replay:" + config.transcript)->AcceptsImages());
+  EXPECT_FALSE(Client(*replaying, "replay:" + text_only.string())->AcceptsImages());
+}
+
 TEST(FirstDifferenceTest, NamesThePathOfTheFirstDifference) {
   Json a = {{"a", {1, 2, 3}}, {"b", "x"}};
   EXPECT_EQ(FirstDifference(a, a), "");

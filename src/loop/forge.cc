@@ -16,6 +16,7 @@
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
 #include "agent/generator.h"
+#include "agent/profile_images.h"
 #include "agent/prompt_template.h"
 #include "agent/tuner.h"
 #include "backend/registry.h"
@@ -120,12 +121,14 @@ class ForgeRun {
   Verdict DeniedVerdict(const AttemptRow& a) const;
   Status EnsureSeed();
   Status FinishPending();
+  // `details`: keys added to the call's details_json (the profile images it carried).
   Result<std::string> CallModel(llm::LlmClient& client, const FittedRequest& req, const PromptLimits& limits, const std::string& agent,
-                                int64_t attempt);
+                                int64_t attempt, const json& details = json::object());
   Status GenerateInto(AttemptRow& a, GenerationContext ctx);
   Result<bool> Functional(int64_t iteration, const AttemptRow* start, int made = 0);
   Status Optimize();
   Result<Recommendation> Analyse(AttemptRow best);
+  Result<json> AttachProfileImages(const AttemptRow& best, const json& verdict, llm::ChatRequest* request);
   Status Tune();
   // Confirmation (forge.h, docs/loop.md).
   Result<std::optional<InterleavedTimes>> ConfirmAttempts(std::vector<AttemptRow>& kernels);
@@ -161,6 +164,7 @@ class ForgeRun {
   std::mutex reload_mu_;  // CallModel reloads from the parallel generation threads
   std::unique_ptr<CompileFarm> farm_;  // made for the first batch of several candidates
   std::map<int64_t, double> ready_at_;  // attempt -> when its candidate existed (for its queue time)
+  bool images_warned_ = false;  // the progress line said once why the analyst gets no images
 };
 
 Status ForgeRun::Prepare() {
@@ -562,7 +566,7 @@ Status ForgeRun::EnsureSeed() {
 // A request that does not fit the model's context window is not sent: it is recorded with the
 // [context_too_long] error and fails like a failed call.
 Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const FittedRequest& fitted, const PromptLimits& limits,
-                                        const std::string& agent, int64_t attempt) {
+                                        const std::string& agent, int64_t attempt, const json& details) {
   const llm::ChatRequest& req = fitted.request;
   double t0 = Now();
   Status fits = CheckFits(fitted, limits, client.Describe());
@@ -591,9 +595,12 @@ Result<std::string> ForgeRun::CallModel(llm::LlmClient& client, const FittedRequ
     row.cost_usd = r->cost_usd.value_or(0);
     row.latency_ms = static_cast<double>(r->latency.count());
     row.request_id = r->request_id;
-    row.details_json = CallDetails(*r).dump();
+    json d = CallDetails(*r);
+    d.update(details);
+    row.details_json = d.dump();
   } else {
     row.error = r.status().message();
+    row.details_json = details.dump();
   }
   KF_RETURN_IF_ERROR(deps_.store->AddLlmCall(row).status());
   KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, attempt, agent == "analyst" ? "analyse" : "generate", Now() - t0}));
@@ -832,8 +839,9 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     llm::ChatOptions options;
     ApplyRole(options_.analyst_llm, &options);
     const PromptLimits& limits = options_.analyst_prompt;
-    KF_ASSIGN_OR_RETURN(const FittedRequest first,
+    KF_ASSIGN_OR_RETURN(FittedRequest first,
                         FitAnalystRequest({problem_.name, options_.backend, CandidateText(best), profile}, options, limits));
+    KF_ASSIGN_OR_RETURN(const json images, AttachProfileImages(best, verdict, &first.request));
     FittedRequest req = first;
     req.request.files = CandidateFiles(best, options_.backend, *backend_);
     // An answer that does not parse (cut off at the cap, prose, broken JSON) is re-asked once
@@ -842,7 +850,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     // this pass, not the run: the rules advise instead, and the progress line says why. The
     // failed call is recorded like any other.
     for (int round = 0; round < 2; ++round) {
-      Result<std::string> called = CallModel(*deps_.analyst, req, limits, "analyst", best.number);
+      Result<std::string> called = CallModel(*deps_.analyst, req, limits, "analyst", best.number, images);
       if (!called.ok()) {
         Progress("optimize", best, "analyst: the model call failed (" + FailureSummary(called.status().message(), 300) +
                                        "); using the rules' recommendation");
@@ -858,6 +866,40 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
   }
   KF_RETURN_IF_ERROR(deps_.store->AddRecommendation({run_.id, best.number, rec.source, rec.ToJson().dump()}));
   return rec;
+}
+
+// Profile images (docs/loop.md, "Profile images"), for an analyst whose model takes images: the
+// roofline of this run's correct attempts and the best's time per kernel, rendered by gnuplot
+// into the best's attempt folder and added to the request's first message after a caption.
+// Returns what the call's details record: the images sent with their hashes, and what was left
+// out and why. Without gnuplot the analyst gets text only and the progress line says so, once.
+Result<json> ForgeRun::AttachProfileImages(const AttemptRow& best, const json& verdict, llm::ChatRequest* request) {
+  if (!deps_.analyst->AcceptsImages() || !deps_.runner || request->messages.empty()) return json::object();
+  auto point = [](const AttemptRow& a) {
+    json roof = VerdictOf(a).value("roofline", json::object());
+    return AttemptPoint{a.number, a.phase == "seed", a.median_ms, roof.value("flops", 0.0), roof.value("bytes", 0.0)};
+  };
+  ProfileImageInput in{problem_.name + " (" + options_.backend + ")", point(best), verdict, {}};
+  for (const AttemptRow& a : attempts_)
+    if (IsCorrect(a)) in.attempts.push_back(point(a));
+  // One set of files per analysis: a best analysed again in a later pass keeps its earlier images.
+  KF_ASSIGN_OR_RETURN(std::vector<RecommendationRow> recs, deps_.store->Recommendations(run_.id));
+  const std::string prefix = "analysis-" + std::to_string(recs.size() + 1) + "-";
+  ProfileImages images = MakeProfileImages(in, dir_ / ("attempt-" + std::to_string(best.number)), prefix, *deps_.runner);
+  KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, best.number, "render images", images.seconds}));
+  if (images.images.empty() && !images_warned_) {
+    images_warned_ = true;
+    Progress("optimize", best, "warning: no profile images for the analyst (" +
+                                   (images.left_out.empty() ? std::string("none drawn") : images.left_out.front()) + "); it reads text only");
+  }
+  if (images.images.empty()) return images.ToJson(dir_);
+  std::map<std::string, std::string> vars;
+  for (const ProfileImage& i : images.images) vars[i.name] = "1";
+  KF_ASSIGN_OR_RETURN(std::string caption, RenderPrompt("analyst_images.md", vars));
+  llm::Message& message = request->messages.front();
+  message.parts.push_back(llm::ContentPart::Text(caption));
+  for (const ProfileImage& i : images.images) message.parts.push_back(llm::ContentPart::Image("image/png", i.png));
+  return images.ToJson(dir_);
 }
 
 Status ForgeRun::Optimize() {

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -549,9 +550,12 @@ struct ScriptedClient {
 
 // A real client (curl, retries, accounting) for the scripted server: the OpenAI-compatible preset
 // with the server's URL, or the Anthropic preset with its base_url overridden by the config.
-ScriptedClient ClientFor(const ScriptedModelServer& server, Protocol protocol) {
+// `vision` is the config's `vision` key for that preset (unset: the preset's default, no for
+// openai-compat, yes for anthropic).
+ScriptedClient ClientFor(const ScriptedModelServer& server, Protocol protocol, std::optional<bool> vision = std::nullopt) {
   ScriptedClient c;
   llm::LlmConfig config;
+  config.providers[protocol == Protocol::kOpenAiChat ? "openai-compat" : "anthropic"].vision = vision;
   if (protocol == Protocol::kOpenAiChat) {
     c.model = "openai-compat:scripted-kernel-model@" + server.base_url();
   } else {
@@ -1586,6 +1590,143 @@ TEST(FailureSummaryTest, GivenNoErrorWordItTakesTheFirstLine) {
   EXPECT_EQ(FailureSummary("", 240), "");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 14, item 4: profile images for an analyst whose model takes images (the config's
+// `vision`), sent in each provider's image format and recorded with their hashes.
+// ---------------------------------------------------------------------------------------------
+
+// The PNG files a request carried, decoded, as each wire format spells an image: OpenAI
+// `image_url` parts with a base64 data: URL, Anthropic `image` blocks with a base64 source.
+std::vector<std::string> ImagesSent(const json& body, Protocol protocol) {
+  std::vector<std::string> out;
+  for (const json& m : body.value("messages", json::array())) {
+    if (!m.contains("content") || !m["content"].is_array()) continue;
+    for (const json& part : m["content"]) {
+      if (protocol == Protocol::kOpenAiChat && part.value("type", "") == "image_url") {
+        const std::string url = part["image_url"].value("url", "");
+        const std::string prefix = "data:image/png;base64,";
+        EXPECT_EQ(url.rfind(prefix, 0), 0u) << url.substr(0, 40);
+        out.push_back(llm::testing::Base64Decode(url.substr(prefix.size())));
+      }
+      if (protocol == Protocol::kAnthropicMessages && part.value("type", "") == "image") {
+        const json& source = part["source"];
+        EXPECT_EQ(source.value("type", ""), "base64");
+        EXPECT_EQ(source.value("media_type", ""), "image/png");
+        out.push_back(llm::testing::Base64Decode(source.value("data", "")));
+      }
+    }
+  }
+  return out;
+}
+
+bool HaveGnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+// One run (slow.cc, the analyst, fast.cc) with the analyst's model marked by `vision`: its request
+// carries the roofline as a PNG exactly when `images` (the cpp backend records no kernels, so the
+// roofline is the only image), saved in the analysed attempt's folder and recorded with its hash.
+void ExpectAnalystImages(Protocol protocol, std::optional<bool> vision, bool images, const std::string& name) {
+  ScriptedModelServer server(protocol, {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, protocol, vision);
+  ASSERT_TRUE(c.client);
+  EXPECT_EQ(c.client->AcceptsImages(), images);
+  Workspace w(name);
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->status, "done");
+  std::vector<ScriptedModelServer::Exchange> ex = server.answered();
+  ASSERT_EQ(ex.size(), 3u);
+  ASSERT_TRUE(IsAnalyst(ex[1]));
+  EXPECT_TRUE(ImagesSent(ex[0].body, protocol).empty()) << "the generator gets no images";
+  EXPECT_TRUE(ImagesSent(ex[2].body, protocol).empty()) << "the generator gets no images";
+  std::vector<std::string> sent = ImagesSent(ex[1].body, protocol);
+  std::vector<LlmCallRow> calls = Calls(*w.store, s->run_id);
+  ASSERT_EQ(calls.size(), 3u);
+  ASSERT_EQ(calls[1].agent, "analyst");
+  json details = json::parse(calls[1].details_json);
+  const fs::path analysed = w.AttemptDir(s->run_id, 1);
+  if (!images) {
+    EXPECT_TRUE(sent.empty());
+    EXPECT_FALSE(details.contains("images")) << details.dump();
+    EXPECT_FALSE(fs::exists(analysed / "analysis-1-roofline.png"));
+    EXPECT_FALSE(Contains(ex[1].prompt, "Profile images"));
+    return;
+  }
+  ASSERT_EQ(sent.size(), 1u) << ex[1].body.dump().substr(0, 400);
+  EXPECT_EQ(sent[0].rfind("\x89PNG\r\n\x1a\n", 0), 0u);
+  EXPECT_GT(sent[0].size(), 2000u);
+  EXPECT_TRUE(Contains(ex[1].prompt, "Profile images (attached below")) << ex[1].prompt;
+  EXPECT_TRUE(Contains(ex[1].prompt, "**Roofline**"));
+  EXPECT_FALSE(Contains(ex[1].prompt, "Device time per kernel"));
+  // The store: what was sent, with the hash of the bytes the server received; the file beside
+  // the attempt holds the same bytes; the kernel chart's absence is on record with why.
+  ASSERT_TRUE(details.contains("images")) << details.dump();
+  ASSERT_EQ(details["images"].size(), 1u);
+  const json& image = details["images"][0];
+  EXPECT_EQ(image["name"], "roofline");
+  EXPECT_EQ(image["mime_type"], "image/png");
+  EXPECT_EQ(image["bytes"], sent[0].size());
+  EXPECT_EQ(image["xxh128"], Hash128Hex(sent[0]));
+  EXPECT_EQ(image["file"], "attempt-1/analysis-1-roofline.png");
+  EXPECT_EQ(llm::testing::ReadFile(analysed / "analysis-1-roofline.png"), sent[0]);
+  ASSERT_TRUE(details.contains("images_left_out"));
+  EXPECT_TRUE(Contains(details["images_left_out"][0].get<std::string>(), "no kernel record")) << details.dump();
+  EXPECT_TRUE(details.value("streamed", false)) << "the answer's own details stay";
+  // Text-only requests: the recorded sizes are still the text's.
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
+}
+
+TEST_F(ForgeLoopTest, GivenAnOpenAiModelMarkedVisionTheAnalystRequestCarriesTheRooflinePng) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup installs gnuplot-nox)";
+  ExpectAnalystImages(Protocol::kOpenAiChat, true, true, "images-openai");
+}
+
+TEST_F(ForgeLoopTest, GivenAnOpenAiCompatibleModelWithoutVisionTheAnalystGetsTextOnly) {
+  ExpectAnalystImages(Protocol::kOpenAiChat, std::nullopt, false, "images-openai-none");
+}
+
+TEST_F(ForgeLoopTest, GivenAnAnthropicModelTheAnalystRequestCarriesTheRooflineAsAnImageBlock) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup installs gnuplot-nox)";
+  ExpectAnalystImages(Protocol::kAnthropicMessages, std::nullopt, true, "images-anthropic");
+}
+
+TEST_F(ForgeLoopTest, GivenAnAnthropicModelMarkedVisionFalseTheAnalystGetsTextOnly) {
+  ExpectAnalystImages(Protocol::kAnthropicMessages, false, false, "images-anthropic-none");
+}
+
+// Without gnuplot a vision model's analyst gets text only; the call records why and the progress
+// line warns, once; the run goes on with the model's advice.
+TEST_F(ForgeLoopTest, GivenNoGnuplotAVisionAnalystGetsTextOnlyAndTheRunRecordsWhy) {
+  setenv("KFORGE_GNUPLOT", "/nonexistent/gnuplot", 1);
+  ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat, true);
+  ASSERT_TRUE(c.client);
+  Workspace w("images-no-gnuplot");
+  auto progress = std::make_unique<RecordingProgress>();
+  RecordingProgress* seen = progress.get();
+  w.progress = std::move(progress);
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  unsetenv("KFORGE_GNUPLOT");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->status, "done");
+  std::vector<ScriptedModelServer::Exchange> ex = server.answered();
+  ASSERT_EQ(ex.size(), 3u);
+  EXPECT_TRUE(ImagesSent(ex[1].body, Protocol::kOpenAiChat).empty());
+  std::vector<LlmCallRow> calls = Calls(*w.store, s->run_id);
+  ASSERT_EQ(calls.size(), 3u);
+  json details = json::parse(calls[1].details_json);
+  EXPECT_FALSE(details.contains("images"));
+  ASSERT_EQ(details.value("images_left_out", json::array()).size(), 1u) << details.dump();
+  EXPECT_TRUE(Contains(details["images_left_out"][0].get<std::string>(), "apt-get install gnuplot-nox")) << details.dump();
+  int warnings = 0;
+  for (const std::string& e : seen->events()) warnings += Contains(e, "warning: no profile images for the analyst");
+  EXPECT_EQ(warnings, 1) << ::testing::PrintToString(seen->events());
+  Result<std::vector<RecommendationRow>> recs = w.store->Recommendations(s->run_id);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ((*recs)[0].source, "llm");
+}
+
 }  // namespace
 }  // namespace kforge
-

@@ -210,6 +210,12 @@ class LlmClient {
 
   // "openai:gpt-5", "replay:/path/run.jsonl", ...: what this client talks to.
   virtual std::string Describe() const = 0;
+
+  // Whether requests may carry image parts (docs/llm.md, "Images"): for HTTP clients the model's
+  // `vision` setting (the config's, else the price table's, else the preset's default); replay:
+  // whether the recording holds images; exec: and others no. Agents that can also say it in
+  // text (the analyst's profile images) attach images only when this is true.
+  virtual bool AcceptsImages() const { return false; }
 };
 
 }  // namespace kforge::llm
