@@ -190,7 +190,7 @@ class Supervisor:
         sys.stdout.flush()
         sys.stderr.flush()
         me = os.getpid()
-        pid = os.fork()
+        pid = fork_patiently()
         if pid == 0:
             ours.close()
             os.close(out_r)
@@ -674,6 +674,20 @@ def set_cv(values, sets):
     return (sq / len(groups)) ** 0.5
 
 
+def fork_patiently(tries=8):
+    """os.fork, tried again while it fails with EAGAIN: the sandbox user's process limit is
+    shared by every sandbox on the machine (parallel tests, compiles), so a fork refused for a
+    moment is the machine's state, not the job's. The C++ side does the same for compilers
+    (eval/compiler.cc IsTransient)."""
+    for attempt in range(tries):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+
+
 def median_precision(values):
     """Half the width of the median's distribution-free 95% confidence interval over the median,
     1 when the interval's ranks fall outside the sample: MedianPrecision in src/base/stats.h,
@@ -882,7 +896,7 @@ class Zygote:
         sys.stderr.flush()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        pid = os.fork()
+        pid = fork_patiently()
         if pid == 0:
             code = 70
             try:

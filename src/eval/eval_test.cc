@@ -12,7 +12,11 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "eval/compiler.h"
+#include "eval/inputs.h"
+#include "eval/worker_client.h"
 #include "kforge/eval.h"
+#include "worker/protocol.h"
 
 namespace kforge {
 namespace {
@@ -71,6 +75,72 @@ TEST_F(EvalTest, GivenACorrectCandidateItIsJudgedCorrectAndTimed) {
   EXPECT_EQ(j["status"], "correct");
   EXPECT_TRUE(j["fingerprint"]["device"].contains("name"));
   EXPECT_TRUE(j["limits"].contains("wall_seconds"));
+}
+
+// The references of sampled timed runs are computed by a job that draws each run's inputs from
+// its seed itself (TensorFile::draw_seed): the same values the orchestrator would have drawn
+// and written, widened to float64 the same way, so the same references, byte for byte.
+TEST_F(EvalTest, GivenASeedTheReferenceJobDrawsTheInputsTheOrchestratorWouldHaveWritten) {
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Result<BoundProblem> b = Bind(*p, {}, false);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  Result<CompileOutput> ref = Compile(*runner_, *FindBackend("cpp"), p->reference, CompileKind::kReference);
+  ASSERT_TRUE(ref.ok() && ref->ok) << (ref.ok() ? ref->log : ref.status().ToString());
+  const uint64_t seed = 0x5eed1234abcdull;
+  const double magnitude = 4;
+  Job job;
+  job.backend = "cpp";
+  job.entry = "kf_reference_f64";
+  job.check_twice = false;
+  WorkerFiles files;
+  files.library = ref->library;
+  for (int which = 0; which < 2; ++which) {
+    InputSet set;
+    set.magnitude = magnitude;
+    for (const SizeParam& sp : p->sizes) set.attrs.push_back({sp.name, b->sizes.at(sp.name), static_cast<double>(b->sizes.at(sp.name))});
+    for (const Attribute& a : p->attrs) set.attrs.push_back({a.name, static_cast<int64_t>(a.value), a.value});
+    std::vector<HostTensor> written;
+    for (size_t k = 0; k < b->inputs.size(); ++k) {
+      TensorShape t = b->inputs[k];
+      t.dtype = DType::kFloat64;
+      TensorFile f{t, "", std::nullopt};
+      if (which == 0) {
+        f.gen = InputGenerator{p->inputs[k].dist, InputKey(*b, k), b->inputs[k].dtype};
+        f.draw_seed = seed;
+      } else {
+        written.push_back(AsFloat64(GenerateInputs(*b, seed, magnitude)[k]));
+      }
+      set.inputs.push_back(f);
+    }
+    for (TensorShape t : b->outputs) {
+      t.dtype = DType::kFloat64;
+      set.outputs.push_back({t, "", std::nullopt});
+    }
+    job.sets.push_back(set);
+    job.checks.push_back(which);
+    files.inputs.push_back(written);
+  }
+  Limits limits;
+  limits.wall_seconds = 30;
+  Result<WorkerRun> run = RunWorker(*runner_, job, files, limits);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->finished() && !run->result.contains("error")) << run->result.dump() << run->process.err;
+  EXPECT_EQ(run->result["input_hashes"][0], run->result["input_hashes"][1]);
+  for (const TensorShape& out : b->outputs) {
+    Result<std::string> drawn = run->ReadOutput(CheckOutputFile(0, 'a', out.name));
+    Result<std::string> written = run->ReadOutput(CheckOutputFile(1, 'a', out.name));
+    ASSERT_TRUE(drawn.ok() && written.ok());
+    EXPECT_EQ(drawn->size(), static_cast<size_t>(out.numel()) * 8);
+    EXPECT_TRUE(*drawn == *written) << "the drawn inputs' reference differs from the written inputs'";
+  }
+  Cleanup(*run);
+  // A drawn input that would narrow is refused, not silently converted.
+  job.sets[0].inputs[0].gen->dtype = DType::kInt32;
+  run = RunWorker(*runner_, job, files, limits);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(run->result.contains("error")) << run->result.dump();
+  Cleanup(*run);
 }
 
 TEST_F(EvalTest, GivenAnOffByOneTheUnwrittenElementFails) {

@@ -128,7 +128,8 @@ class Evaluation {
   // neither reads nor keeps.
   Status KeptOrRun(const std::string& key, const json& fields, const std::string& what,
                    const std::function<Result<WorkerRun>()>& run, const std::function<Status(const WorkerRun&)>& read);
-  Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields = json());
+  Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields = json(),
+                          bool drawn = false);
   Status ReadReferences(const WorkerRun& run, std::vector<Trial>& trials, const std::string& what);
   json TrialFields(size_t count) const;
   std::optional<TrustedState::Baselines> KeptBaselines(const json& fields);
@@ -288,7 +289,8 @@ Status Evaluation::PrepareTrials() {
 // Float64 (or the problem's native) reference outputs for `trials`, in the worker. With
 // `keep_fields` (what the outputs depend on besides the trials), the job's folder is looked up
 // in the trusted store first and kept there after it ran.
-Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields) {
+Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields,
+                                    bool drawn) {
   json fields;
   std::string key;
   if (!keep_fields.is_null() && trusted_.enabled() && !problem_.path.empty()) {
@@ -307,8 +309,18 @@ Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::strin
     WorkerFiles files;
     files.library = reference_library_;
     for (size_t t = 0; t < trials.size(); ++t) {
-      job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64));
+      job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64, trials[t].magnitude));
       job.checks.push_back(static_cast<int>(t));
+      if (drawn) {  // the worker draws each input from the trial's seed, as the timed run did
+        const BoundProblem& b = trials[t].bound;
+        for (size_t k = 0; k < job.sets.back().inputs.size(); ++k) {
+          TensorFile& f = job.sets.back().inputs[k];
+          f.gen = InputGenerator{b.problem->inputs.at(k).dist, InputKey(b, k), b.inputs[k].dtype};
+          f.draw_seed = trials[t].seed;
+        }
+        files.inputs.emplace_back();
+        continue;
+      }
       std::vector<HostTensor> ins;
       for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
       files.inputs.push_back(std::move(ins));
@@ -656,11 +668,11 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedRef
       return Status::Internal("the worker reported a timed run of an unknown set (" + std::to_string(set) + ")");
     Trial t = trials_[set];
     t.seed = s.at("seed").get<uint64_t>();
-    t.inputs = GenerateInputs(t.bound, t.seed, t.magnitude);
+    t.inputs.clear();  // drawn by the reference job itself from the seed: nothing to write and read
     timed.push_back(std::move(t));
   }
   auto t0 = std::chrono::steady_clock::now();
-  KF_RETURN_IF_ERROR(ReferenceOutputs(timed, "the sampled timed runs"));
+  KF_RETURN_IF_ERROR(ReferenceOutputs(timed, "the sampled timed runs", nullptr, /*drawn=*/true));
   Stage("timed_reference", t0);
   std::vector<std::vector<std::vector<double>>> refs;
   for (Trial& t : timed) refs.push_back(std::move(t.reference));

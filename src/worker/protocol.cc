@@ -23,6 +23,8 @@ json TensorToJson(const TensorFile& t) {
   if (t.gen)
     j["gen"] = {{"kind", DistName(t.gen->dist.kind)}, {"a", t.gen->dist.a}, {"b", t.gen->dist.b},
                 {"positive", t.gen->dist.positive}, {"key", t.gen->key}};
+  if (t.gen && t.gen->dtype) j["gen"]["dtype"] = DTypeName(*t.gen->dtype);
+  if (t.draw_seed) j["draw_seed"] = *t.draw_seed;
   return j;
 }
 
@@ -44,7 +46,15 @@ Result<TensorFile> TensorFromJson(const json& j) {
     gen.dist.b = g.at("b").get<double>();
     gen.dist.positive = g.value("positive", false);
     gen.key = g.at("key").get<std::string>();
+    if (g.contains("dtype")) {
+      KF_ASSIGN_OR_RETURN(DType d, ParseDType(g["dtype"].get<std::string>()));
+      gen.dtype = d;
+    }
     t.gen = gen;
+  }
+  if (j.contains("draw_seed")) {
+    if (!t.gen) return Status::InvalidArgument("input '" + t.shape.name + "' has a draw_seed but no generator");
+    t.draw_seed = j["draw_seed"].get<uint64_t>();
   }
   return t;
 }

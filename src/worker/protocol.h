@@ -28,12 +28,18 @@ const char* DistName(Distribution::Kind k);
 struct InputGenerator {
   Distribution dist;
   std::string key;  // "<problem>/<input>"
+  // Values drawn in this type and widened to the tensor's (a float64 reference's view of a
+  // float32 input); unset: the tensor's own type.
+  std::optional<DType> dtype;
 };
 
 struct TensorFile {
   TensorShape shape;
   std::string file;  // relative to the job folder; inputs only
   std::optional<InputGenerator> gen;  // inputs of timed sets: fresh values for every timed run
+  // The input is drawn by the worker from `gen` with this seed at the set's magnitude, not read
+  // from a file: a reference job for sampled timed runs, whose seeds are all it needs.
+  std::optional<uint64_t> draw_seed;
 };
 
 // One set of inputs with its own sizes, buffers and outputs.

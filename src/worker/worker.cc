@@ -171,12 +171,29 @@ class InputFiles {
       for (const TensorFile& t : job.sets[s].inputs)
         if (!t.file.empty()) ++uses_[t.file];
   }
-  // The bytes of input t (zeros when it has no file) and their hash.
+  // The bytes of input t (drawn here when it has a draw_seed; zeros when it has no file) and
+  // their hash.
   struct Bytes {
     const std::string* data;
     std::string hash;
   };
-  Result<Bytes> Next(const TensorFile& t) {
+  Result<Bytes> Next(const TensorFile& t, double magnitude) {
+    if (t.draw_seed) {
+      TensorShape drawn = t.shape;
+      if (t.gen->dtype) drawn.dtype = *t.gen->dtype;
+      if (drawn.dtype != t.shape.dtype && !(IsFloating(drawn.dtype) && t.shape.dtype == DType::kFloat64))
+        return Status::InvalidArgument("input '" + t.shape.name + "' is drawn as " + DTypeName(drawn.dtype) +
+                                       " but held as " + DTypeName(t.shape.dtype) + ": only floating values widen to float64");
+      drawn_.resize(drawn.bytes());
+      GenerateBytesInto(drawn, t.gen->dist, t.gen->key, *t.draw_seed, magnitude, drawn_.data());
+      if (drawn.dtype == t.shape.dtype) {
+        zeros_.swap(drawn_);
+      } else {
+        zeros_.resize(t.shape.bytes());
+        ToDouble(drawn.dtype, drawn_.data(), static_cast<size_t>(drawn.numel()), reinterpret_cast<double*>(zeros_.data()));
+      }
+      return Bytes{&zeros_, HashHex(zeros_)};
+    }
     if (t.file.empty()) {
       zeros_.assign(t.shape.bytes(), '\0');
       return Bytes{&zeros_, HashHex(zeros_)};
@@ -203,7 +220,7 @@ class InputFiles {
   std::map<std::string, int> uses_;
   std::map<std::string, Entry> held_;
   Entry last_;
-  std::string zeros_;
+  std::string zeros_, drawn_;
 };
 
 std::vector<int> AllSets(const Job& job) {
@@ -222,7 +239,7 @@ Result<json> Child::Alloc() {
     SetBuffers& b = sets_[s];
     json set_hashes = json::array();
     for (const TensorFile& t : in.inputs) {
-      KF_ASSIGN_OR_RETURN(auto bytes, files.Next(t));
+      KF_ASSIGN_OR_RETURN(auto bytes, files.Next(t, in.magnitude));
       KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(std::max<size_t>(bytes.data->size(), 1)));
       KF_RETURN_IF_ERROR(device_->Write(id, bytes.data->data(), bytes.data->size()));
       b.inputs.push_back({t.shape, id});
@@ -247,7 +264,7 @@ Result<json> Child::Reupload(const json& cmd) {
   InputFiles files(job_, dir_, sets);
   for (int s : sets) {
     for (size_t k = 0; k < job_.sets[s].inputs.size(); ++k) {
-      KF_ASSIGN_OR_RETURN(auto bytes, files.Next(job_.sets[s].inputs[k]));
+      KF_ASSIGN_OR_RETURN(auto bytes, files.Next(job_.sets[s].inputs[k], job_.sets[s].magnitude));
       KF_RETURN_IF_ERROR(device_->Write(sets_[s].inputs[k].buffer, bytes.data->data(), bytes.data->size()));
     }
   }
