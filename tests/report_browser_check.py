@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Opens a kforge report page in headless Chromium and checks it as a reader would see it.
+
+    report_browser_check.py CHROMIUM PAGE.html SCREENSHOT.png CHART[,CHART...]
+
+Passes (exit 0) when the page loaded without a single console message (errors, CSP
+violations, uncaught exceptions: a report logs nothing), its script marked <body
+data-charts-ready="yes"> (Chart.js ran and every chart drew at least one point) and each chart
+named drew points (data-charts="speedup:7 roofline:7"); then writes a screenshot. Fails (exit 1)
+naming each problem otherwise. Chromium runs as root here, so without its sandbox, with a
+profile in a fresh temporary folder.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def chromium(binary, profile, args, page):
+    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--user-data-dir=" + profile, "--hide-scrollbars", "--virtual-time-budget=15000"]
+    return subprocess.run(cmd + args + ["file://" + os.path.abspath(page)], capture_output=True,
+                          text=True, timeout=180)
+
+
+def main():
+    binary, page, screenshot, charts = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+    fails = []
+    with tempfile.TemporaryDirectory(prefix="kforge-chromium-") as profile:
+        loaded = chromium(binary, profile, ["--enable-logging=stderr", "--v=0", "--dump-dom"], page)
+        console = re.findall(r":CONSOLE[^\]]*\] (.*)", loaded.stderr)
+        for line in console:
+            fails.append("console: " + line)
+        body = re.search(r"<body([^>]*)>", loaded.stdout)
+        attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1))) if body else {}
+        if not body:
+            fails.append("no <body> in the page Chromium loaded (exit %d): %s" % (loaded.returncode, loaded.stderr[-500:]))
+        drawn = dict(item.split(":") for item in attrs.get("data-charts", "").split() if ":" in item)
+        if attrs.get("data-charts-ready") != "yes":
+            fails.append("data-charts-ready is %r, not 'yes' (charts drew: %r)" % (attrs.get("data-charts-ready"), attrs.get("data-charts")))
+        for name in charts:
+            if int(drawn.get(name, "0")) <= 0:
+                fails.append("chart %s drew no point (data-charts=%r)" % (name, attrs.get("data-charts")))
+        shot = chromium(binary, profile, ["--window-size=1280,2000", "--screenshot=" + os.path.abspath(screenshot)], page)
+        if not os.path.exists(screenshot) or os.path.getsize(screenshot) == 0:
+            fails.append("no screenshot written (exit %d): %s" % (shot.returncode, shot.stderr[-500:]))
+    for f in fails:
+        print("FAIL: %s: %s" % (page, f))
+    if not fails:
+        print("ok: %s: no console message; charts %s; screenshot %s" % (page, attrs.get("data-charts"), screenshot))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
