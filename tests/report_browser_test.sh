@@ -1,6 +1,8 @@
 #!/bin/sh
 # CTest (issue 14): the HTML reports as a reader sees them. A real offline run (matmul on cpp,
-# the tuner with small budgets, as scripts/main runs it) and a bench of the bundled problems
+# the tuner with small budgets, as scripts/main runs it), a run whose model is a script
+# answering with markup (tests/report_agent.sh: a `</script>` in the answer must stay text) and
+# a bench of the bundled problems
 # with their hand-written candidates are written as pages (`kforge report 1`, `kforge bench
 # --html`, `kforge report bench.json`) and each is opened in headless Chromium: no console
 # message, every chart drew points, a screenshot kept in ARTIFACTS. Then the check itself is
@@ -28,6 +30,10 @@ fail() { echo "FAIL: $1"; [ -n "${2:-}" ] && tail -20 "$2"; exit 1; }
   fail "the offline run failed" run.err
 "$KFORGE" report 1 -o run.html 2>report.err || fail "kforge report 1" report.err
 
+KFORGE_WORKSPACE="$dir/agent" "$KFORGE" optimize gelu -b cpp --quick --llm "exec:$SRC/tests/report_agent.sh" --iterations 1 \
+  --confirm-rounds 2 >agent.txt 2>agent.err || fail "the run with the scripted model failed" agent.err
+KFORGE_WORKSPACE="$dir/agent" "$KFORGE" report 1 -o agent.html 2>report.err || fail "kforge report 1 (scripted model)" report.err
+
 mkdir cands
 for d in "$SRC"/problems/*/candidates; do
   for f in "$d"/*.cc; do cp "$f" "cands/$(basename "$(dirname "$d")").cc"; done
@@ -39,6 +45,10 @@ rc=0
 "$KFORGE" report bench.json -o bench-from-json.html 2>report.err || fail "kforge report bench.json" report.err
 
 $CHECK run.html "$ART/run-report.png" speedup,roofline || fail "the run report"
+$CHECK agent.html "$ART/run-report-scripted-model.png" speedup,roofline \
+  --dom-contains 'Vectorized with OpenMP SIMD. &lt;/script&gt;&lt;script&gt;alert("answer")' \
+  --dom-contains 'memory bandwidth &lt;/script&gt;' --dom-lacks '<img' --dom-lacks '<script>alert' ||
+  fail "the run report with hostile model answers"
 $CHECK bench.html "$ART/bench-report.png" fastp,geomean,correct || fail "the bench report (--html)"
 $CHECK bench-from-json.html "$ART/bench-report-from-json.png" fastp,geomean,correct || fail "the bench report (kforge report bench.json)"
 cmp -s bench.html bench-from-json.html || fail "kforge bench --html and kforge report bench.json wrote different pages"
@@ -58,4 +68,4 @@ if $CHECK empty.html "$dir/empty.png" speedup,roofline >empty.txt; then fail "th
 grep -q "drew no point" empty.txt || fail "the empty page failed for another reason" empty.txt
 if $CHECK console.html "$dir/console.png" speedup,roofline >console.txt; then fail "the check passed a page that logged an error"; fi
 grep -q "planted error" console.txt || fail "the logging page failed for another reason" console.txt
-echo "ok: screenshots in $ART: run-report.png, bench-report.png, bench-report-from-json.png"
+echo "ok: screenshots in $ART: run-report.png, run-report-scripted-model.png, bench-report.png, bench-report-from-json.png"
