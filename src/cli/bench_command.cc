@@ -1,6 +1,7 @@
 // `kforge bench`: a suite of problems; per problem a candidate judged (--candidates), an
 // optimize run (--optimize) or only the baselines (--baselines-only); then the share correct,
-// fast_p and geometric-mean speedups (src/report/bench_report.h), as a table and as JSON.
+// fast_p and geometric-mean speedups (src/report/bench_report.h), as a table, as JSON and as an
+// HTML page (--html, src/report/bench_html.h).
 #include <fmt/format.h>
 
 #include <atomic>

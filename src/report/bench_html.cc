@@ -87,9 +87,11 @@ std::string PassTable(const BenchPass& pass) {
   for (const std::string& b : baselines) h += "<th>x " + HtmlEscape(b) + "</th>";
   h += "<th>SOL %</th><th>confirmed</th>";
   if (published)
-    h += "<th title=\"KernelBench's published eager time\">published eager ms</th><th>published "
-         "compile ms</th>"
-         "<th title=\"kforge's eager time over the published one\">eager / published</th>";
+    h +=
+        "<th title=\"KernelBench's published eager time\">published eager ms</th><th>published "
+        "compile ms</th>"
+        "<th title=\"kforge's eager time over the published one\">eager / published</th>"
+        "<th title=\"kforge's torch.compile time over the published one\">compile / published</th>";
   h += "</tr>\n";
   for (const BenchRow& r : pass.rows) {
     h += "<tr><td>" + HtmlEscape(r.problem) + "</td><td>" + StatusCell(r) + "</td><td>" +
@@ -103,9 +105,10 @@ std::string PassTable(const BenchPass& pass) {
     if (published) {
       const double pe = Get(r.published_ms, "published_eager"),
                    pc = Get(r.published_ms, "published_compile"),
-                   e = Get(r.baseline_ms, "torch_eager");
+                   e = Get(r.baseline_ms, "torch_eager"), c = Get(r.baseline_ms, "torch_compile");
       h += "<td>" + Ms(pe) + "</td><td>" + Ms(pc) + "</td><td>" +
-           (pe > 0 && e > 0 ? fmt::format("{:.2f}", e / pe) : "-") + "</td>";
+           (pe > 0 && e > 0 ? fmt::format("{:.2f}", e / pe) : "-") + "</td><td>" +
+           (pc > 0 && c > 0 ? fmt::format("{:.2f}", c / pc) : "-") + "</td>";
     }
     h += "</tr>\n";
   }
@@ -121,6 +124,10 @@ std::string PassTable(const BenchPass& pass) {
 }
 
 std::string Tiles(const BenchPass& pass) {
+  bool baselines_only = !pass.rows.empty();
+  for (const BenchRow& r : pass.rows) baselines_only &= r.status == "baselines";
+  if (baselines_only)  // nothing was judged: no share correct or speedup to show
+    return "<p class=\"note\">Baselines only: no candidate judged (the table has the times).</p>\n";
   const BenchSummary& s = pass.summary;
   auto tile = [](const std::string& value, const std::string& key) {
     return "<div class=\"tile\"><div class=\"v\">" + HtmlEscape(value) + "</div><div class=\"k\">" +

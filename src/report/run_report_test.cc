@@ -306,5 +306,23 @@ TEST(BenchHtmlTest, GivenABenchTheCurveRunsFromZeroToThreeAndTheTableHasFlags) {
     EXPECT_NE(html->find(expected), std::string::npos) << expected;
 }
 
+TEST(BenchHtmlTest, GivenPublishedTimesTheTableShowsThemBesideKforgesWithTheRatios) {
+  BenchRow r;
+  r.problem = "12_Gemm_Multiply_LeakyReLU";
+  r.status = "correct";
+  r.ms = 2.0;
+  r.baseline_ms = {{"torch_eager", 3.3}, {"torch_compile", 2.4}, {"torch_best", 2.4}};
+  r.published_ms = {{"published_eager", 3.0}, {"published_compile", 2.0}};
+  json bench = BenchToJson({{"strict", {r}, Summarize({r})}},
+                           {{"suite", "kernelbench-l2-gemm"}, {"precision", {"strict"}}});
+  Result<std::string> html = RenderBenchReport(bench, FakeAssets());
+  ASSERT_TRUE(html.ok());
+  for (const char* expected :
+       {"published eager ms", "compile / published",
+        "<td>3.0000</td><td>2.0000</td><td>1.10</td><td>1.20</td>", "x torch_eager",
+        "x torch_compile", "x torch_best", "<td>1.65x</td>"})
+    EXPECT_NE(html->find(expected), std::string::npos) << expected;
+}
+
 }  // namespace
 }  // namespace kforge
