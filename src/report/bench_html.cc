@@ -147,7 +147,7 @@ std::string Tiles(const BenchPass& pass) {
 }
 
 std::string MetaLine(const json& meta) {
-  std::string line = fmt::format("{} problems judged by kforge {}; mode {}", Str(meta, "suite"),
+  std::string line = fmt::format("suite {}, judged by kforge {}; mode {}", Str(meta, "suite"),
                                  Str(meta, "kforge"), Str(meta, "mode"));
   if (Bool(meta, "quick", false)) line += ", quick sizes";
   if (Num(meta, "wall_seconds") > 0)

@@ -38,6 +38,9 @@ struct HtmlPage {
   nlohmann::json data;    // embedded as <script type="application/json" id="kforge-data">
   std::string page_js;    // the report's own script, run after the libraries
   std::string libraries;  // <script>/<style> elements of the inlined libraries (report_assets.h)
+  // The Content-Security-Policy: by default no request may leave the page (a report is read
+  // offline, and a hostile string that slipped through would find nothing to load).
+  std::string csp = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
 };
 
 // One HTML document: the shared style sheet, the libraries, the body, the data, then page_js.

@@ -19,6 +19,7 @@ extern const char kReportCss[];       // report.css: every report's style sheet
 extern const char kReportCommonJs[];  // common.js: chart helpers, the data attributes tests read
 extern const char kRunReportJs[];     // run_report.js
 extern const char kBenchReportJs[];   // bench_report.js
+extern const char kLiveJs[];          // live.js: kforge serve's page
 
 struct ReportAssets {
   std::string chart_js;       // chart.min.js (Chart.js 3)

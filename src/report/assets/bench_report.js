@@ -13,7 +13,10 @@
         var curve = (pass.fast_p[b] || []).map(function (q) { return {x: q[0], y: q[1]}; });
         points += curve.length;
         var c = p[color++ % p.length];
-        datasets.push({label: label(pass, b), data: curve, showLine: true, stepped: "after", pointRadius: 0, borderColor: c, backgroundColor: c});
+        // Every other curve dashed: curves that coincide (fast_p against reference and seed
+        // often do) stay both visible.
+        datasets.push({label: label(pass, b), data: curve, showLine: true, stepped: "after", pointRadius: 0, borderColor: c,
+                       backgroundColor: c, borderDash: color % 2 === 0 ? [7, 5] : [], borderWidth: 2});
       });
     });
     kforge.chart("chart-fastp", {
