@@ -159,13 +159,15 @@ std::string DiffHtml(const std::string& before, const std::string& after) {
   std::string h =
       fmt::format("<p class=\"small\">{} lines added, {} removed</p>\n<pre class=\"diff\">",
                   stat.added, stat.removed);
+  // Each line is a block-level span (its colour spans the width), so no newline between them:
+  // inside <pre> one would add an empty line after each.
   for (const DiffHunk& hunk : hunks) {
-    h += fmt::format("<span class=\"hunk\">@@ -{},{} +{},{} @@</span>\n", hunk.old_start,
+    h += fmt::format("<span class=\"hunk\">@@ -{},{} +{},{} @@</span>", hunk.old_start,
                      hunk.old_count, hunk.new_start, hunk.new_count);
     for (const DiffLine& line : hunk.lines) {
       const char* cls = line.op == '+' ? "add" : line.op == '-' ? "del" : "ctx";
       h += std::string("<span class=\"") + cls + "\">" + line.op + HtmlEscape(line.text) +
-           "</span>\n";
+           "</span>";
     }
   }
   return h + "</pre>\n";
