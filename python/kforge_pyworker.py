@@ -19,6 +19,7 @@ This is the only Python in kforge; it needs PyTorch, and Triton for Triton candi
 import ctypes
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -607,6 +608,8 @@ class Supervisor:
                 cv = set_cv(effective, timing["sets_used"])
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
+                if set_median_precision(effective, timing["sets_used"]) <= plan.get("precision_target", 0.01):
+                    break
 
     def check_timed_outputs(self, k, run, seen, issues):
         """Findings about timed run k's outputs, from the bytes received: fully written (kf_run),
@@ -669,6 +672,37 @@ def set_cv(values, sets):
         cv = statistics.stdev(g) / mean if len(g) > 1 and mean > 0 else 1.0
         sq += cv * cv
     return (sq / len(groups)) ** 0.5
+
+
+def median_precision(values):
+    """Half the width of the median's distribution-free 95% confidence interval over the median,
+    1 when the interval's ranks fall outside the sample: MedianPrecision in src/base/stats.h,
+    which says why."""
+    n = len(values)
+    lo = _round_half_away(n / 2 - 0.98 * math.sqrt(n))
+    hi = _round_half_away(1 + n / 2 + 0.98 * math.sqrt(n))
+    if lo < 1 or hi > n:
+        return 1.0
+    v = sorted(values)
+    median = statistics.median(v)
+    if not median > 0:
+        return 1.0
+    return (v[hi - 1] - v[lo - 1]) / (2 * median)
+
+
+def _round_half_away(x):
+    """C's lround (halves away from zero), not Python's round (halves to even)."""
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def set_median_precision(values, sets):
+    """The root mean square over the input sets of median_precision (SetMedianPrecision)."""
+    groups = {}
+    for v, j in zip(values, sets):
+        groups.setdefault(j, []).append(v)
+    if not groups:
+        return 1.0
+    return (sum(median_precision(g) ** 2 for g in groups.values()) / len(groups)) ** 0.5
 
 
 def run_job(folder):

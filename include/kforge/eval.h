@@ -37,6 +37,9 @@ struct EvalOptions {
   bool timing = true;
   double budget_ms = 2000;               // timing budget per implementation
   double cv_target = 0.02;
+  // Timing also stops once the median is known within this fraction (half the width of its 95%
+  // confidence interval over it, per input set: base/stats.h MedianPrecision).
+  double precision_target = 0.01;
   int min_runs = 10;
   int max_runs = 300;
   double timeout_seconds = 120;          // wall clock per worker run

@@ -29,6 +29,7 @@ const char* VerdictStatusName(VerdictStatus s);  // "compile_error", ...
 struct TimingStats {
   int runs = 0;
   double median_ms = 0, min_ms = 0, mean_ms = 0, stdev_ms = 0, cv = 0;
+  double median_precision = 1;  // half the 95% interval of the median over it (base/stats.h)
   double host_median_ms = 0;  // host wall clock, the cross-check
   // The worker's supervisor clocks every timed run from outside the candidate's process
   // (docs/worker-protocol.md): the median of those wall times, and what its null runs took.

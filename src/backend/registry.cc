@@ -74,6 +74,7 @@ BackendInfo CudaBackend() {
                 "kforge_cuda.h", {}, {}, false, "", CudaRules(), NewCudaDevice, ListCuda};
   b.compiler = "nvcc";
   b.source_name = "candidate.cu";
+  b.device_may_be_host = false;
   b.per_device_arch = true;
   b.compile_report = ParsePtxasReport;
   b.unlimited_address_space = true;

@@ -50,6 +50,9 @@ struct BackendInfo {
   // takes a .py candidate (a KernelBench ModelNew), judged through the Python worker.
   bool python_hosted = false;
   bool wants_gpu = false;  // Python jobs run on CUDA when there is a device
+  // The device may be the host CPU (cpp; OpenCL on PoCL): builds running beside a timed run
+  // would slow it, so the compile farm (eval/compile_farm.h) finishes its builds first.
+  bool device_may_be_host = true;
 };
 
 // Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.

@@ -75,6 +75,37 @@ inline double SetCoefficientOfVariation(const std::vector<double>& xs, const std
   return std::sqrt(sq / static_cast<double>(groups.size()));
 }
 
+// How well `v`'s median is known: half the width of its 95% confidence interval over the median.
+// The interval is distribution-free (order statistics: the count of values below the true median
+// is binomial(n, 1/2), taken as normal): from the value of rank round(n/2 - 0.98 sqrt(n)) to the
+// one of rank round(1 + n/2 + 0.98 sqrt(n)), 1-based. Timings have long right tails (a
+// preempted run, a page fault) that inflate the coefficient of variation however many runs are
+// taken, while the median they are judged by is already pinned down: this is the stopping rule
+// that sees that. 1 when the interval's ranks fall outside the sample (fewer than 6 values; at 6
+// and 7 it is the whole sample) or the median is not positive. It may exceed 1 (a wide sample).
+inline double MedianPrecision(std::vector<double> v) {
+  const double n = static_cast<double>(v.size());
+  const long lo = std::lround(n / 2 - 0.98 * std::sqrt(n)), hi = std::lround(1 + n / 2 + 0.98 * std::sqrt(n));
+  if (lo < 1 || hi > static_cast<long>(v.size())) return 1.0;
+  std::sort(v.begin(), v.end());
+  const double median = Median(v);
+  if (!(median > 0)) return 1.0;
+  return (v[static_cast<size_t>(hi - 1)] - v[static_cast<size_t>(lo - 1)]) / (2 * median);
+}
+
+// The root mean square of the sets' MedianPrecision (SetCoefficientOfVariation's grouping): the
+// workers' second stopping rule, and the verdict's `median_precision`.
+inline double SetMedianPrecision(const std::vector<double>& xs, const std::vector<int>& sets) {
+  std::vector<std::vector<double>> groups = BySet(xs, sets);
+  if (groups.empty() || xs.empty()) return 1.0;
+  double sq = 0;
+  for (const std::vector<double>& g : groups) {
+    const double p = MedianPrecision(g);
+    sq += p * p;
+  }
+  return std::sqrt(sq / static_cast<double>(groups.size()));
+}
+
 }  // namespace kforge
 
 #endif  // KFORGE_BASE_STATS_H_

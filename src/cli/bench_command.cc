@@ -14,6 +14,7 @@
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "cli/commands.h"
+#include "eval/compile_farm.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
 #include "report/bench_html.h"
@@ -248,6 +249,22 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
                  row.ms > 0 ? fmt::format(" {:.4f} ms", row.ms) : "", times, BenchProgress(done, n * np, elapsed()));
     }
   };
+  // Every candidate's build starts now, on every core (eval/compile_farm.h); where the device
+  // may be the host CPU the judging waits for them.
+  std::unique_ptr<ProcessRunner> farm_runner = NewSandboxRunner();
+  CompileFarm farm(*farm_runner);
+  if (!f.optimize && !f.baselines_only) {
+    for (const fs::path& file : files) {
+      Result<Problem> p = LoadProblem(file);
+      fs::path candidate = p.ok() ? FindCandidate(f.candidates, file, f.options.backend) : fs::path();
+      if (!candidate.empty()) farm.Submit(*p, candidate, f.options);
+    }
+    if (!MayJudgeWhileBuilding(f.options.backend)) {
+      farm.Wait();
+      if (farm.builds_started() > 0)
+        fmt::print(stderr, "kforge bench: {} builds on {} cores in {:.1f} s before judging\n", farm.builds_started(), farm.jobs(), elapsed());
+    }
+  }
   std::vector<std::thread> threads;
   for (int j = 0; j < std::max(1, f.jobs); ++j) threads.emplace_back(work);
   for (std::thread& t : threads) t.join();
@@ -358,6 +375,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--confirm-rounds", f->confirm.rounds, "Confirmation: ABBA rounds per problem (default 5)");
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
+  cmd->add_option("--precision-target", f->options.precision_target,
+                  "Timing also stops once the median is known within this fraction, 95% interval (default 0.01; 0: off)");
   AddTrustedStateFlags(cmd, &f->options);
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->add_option("--precision", f->precision,

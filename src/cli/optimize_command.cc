@@ -151,7 +151,8 @@ json AttemptJson(RunStore& store, const RunRow& run, const AttemptRow& a) {
               {"attempt", {{"number", a.number}, {"phase", a.phase}, {"iteration", a.iteration}, {"parent", a.parent},
                            {"state", a.state}, {"status", a.status}, {"median_ms", a.median_ms}, {"sol_percent", a.sol_percent},
                            {"params", parsed(a.params_json)}, {"source", a.source},
-                           {"program", extra.is_object() ? extra.value("program", "") : ""}}},
+                           {"program", extra.is_object() ? extra.value("program", "") : ""},
+                           {"seconds", parsed(a.seconds_json.empty() ? "{}" : a.seconds_json)}}},
               {"verdict", parsed(a.verdict_json)},
               {"calls", json::array()},
               {"recommendations", json::array()}};
@@ -277,13 +278,21 @@ int Show(const LoopFlags& f) {
                          t->attempts, t->correct, t->llm_calls, FailedCalls(*t), t->input_tokens, t->output_tokens, t->cost_usd,
                          t->wall_seconds, t->stage_seconds);
   Result<std::vector<AttemptRow>> attempts = (*store)->Attempts(run->id);
-  fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10} {:>7}  {}\n", "#", "phase", "iter", "state", "status", "median_ms", "SOL%", "params");
+  fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10} {:>7} {:>22}  {}\n", "#", "phase", "iter", "state", "status", "median_ms", "SOL%",
+             "s queue/build/chk/time", "params");
   for (const AttemptRow& a : attempts.ok() ? *attempts : std::vector<AttemptRow>{}) {
     json v = json::parse(a.verdict_json.empty() ? "{}" : a.verdict_json, nullptr, false);
     std::string mark = !v.is_object() ? "" : v.value("confirmed_pick", false) ? " (confirmed pick)"
                        : v.contains("confirmation_lost_to") ? fmt::format(" (lost to {} in confirmation)", v["confirmation_lost_to"].get<int64_t>())
                                                             : "";
-    fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10.4f} {:>7.1f}  {}{}\n", a.number, a.phase, a.iteration, a.state, a.status, a.median_ms, a.sol_percent, a.params_json, mark);
+    // Where its time went (attempts.seconds_json): queued, compile gate, checks, timing.
+    json secs = json::parse(a.seconds_json.empty() ? "{}" : a.seconds_json, nullptr, false);
+    std::string where = secs.is_object() && secs.contains("evaluate")
+                            ? fmt::format("{:.1f}/{:.1f}/{:.1f}/{:.1f}", secs.value("queue", 0.0), secs.value("compile", 0.0),
+                                          secs.value("check", 0.0), secs.value("time", 0.0))
+                            : "-";
+    fmt::print("{:>4} {:<11} {:>4} {:<10} {:<14} {:>10.4f} {:>7.1f} {:>22}  {}{}\n", a.number, a.phase, a.iteration, a.state, a.status,
+               a.median_ms, a.sol_percent, where, a.params_json, mark);
     if (a.number == run->best_attempt && v.is_object())
       for (const json& c : v.value("confirmed", json::array())) fmt::print("       best, confirmed {}\n", Confirmation::FromJson(c).Summary());
   }
@@ -349,6 +358,8 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--size", f->sizes, "Override a size parameter for every evaluation: --size n=262144 (repeatable)");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
+  opt->add_option("--precision-target", f->options.eval.precision_target,
+                  "Timing also stops once the median is known within this fraction, 95% interval (default 0.01; 0: off)");
   AddTrustedStateFlags(opt, &f->options.eval);
   opt->add_option("--precision", f->precision,
                   "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "

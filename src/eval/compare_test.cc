@@ -36,6 +36,34 @@ TEST(CompareTest, GivenOneValueOutsideToleranceItReportsIndexAndCoords) {
   EXPECT_EQ(c.first[0].coords, (std::vector<int64_t>{1, 1}));
 }
 
+TEST(CompareTest, GivenAnOutputShorterThanItsShapeItFailsWithoutReadingPastIt) {
+  Comparison c = CompareOutput(Shape(3), F32({1, 2}), {1, 2, 3}, kTol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_NE(c.reason.find("8 bytes, 12 expected"), std::string::npos) << c.reason;
+}
+
+// The comparison widens the output a chunk at a time: an output of several chunks, with errors
+// in the first, a middle and the last one, reports them in order, and the largest relative
+// error is the one at its own element.
+TEST(CompareTest, GivenErrorsAcrossChunksTheyAreFoundInOrderWithTheLargestRelativeError) {
+  const int64_t n = 3 * 4096 + 17;
+  std::vector<float> got(n);
+  std::vector<double> want(n);
+  for (int64_t i = 0; i < n; ++i) got[i] = static_cast<float>(want[i] = 1.0 + static_cast<double>(i % 7));
+  got[5] = 1.5f * static_cast<float>(want[5]);          // relative error 0.5
+  got[4096 + 3] = static_cast<float>(want[4096 + 3]) + 0.01f;
+  got[n - 1] = 3.0f * static_cast<float>(want[n - 1]);  // relative error 2, the largest
+  Comparison c = CompareOutput(Shape(n), F32(got), want, kTol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.bad_count, 3);
+  ASSERT_EQ(c.first.size(), 3u);
+  EXPECT_EQ(c.first[0].index, 5);
+  EXPECT_EQ(c.first[1].index, 4096 + 3);
+  EXPECT_EQ(c.first[2].index, n - 1);
+  EXPECT_NEAR(c.max_rel, 2.0, 1e-9);
+  EXPECT_NEAR(c.max_abs, 2.0 * want[n - 1], 1e-6);
+}
+
 TEST(CompareTest, GivenNanWhereTheReferenceIsFiniteItCountsItAsUnwritten) {
   Comparison c = CompareOutput(Shape(2), F32({1, NAN}), {1, 2}, kTol);
   EXPECT_FALSE(c.pass);

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
+#include <map>
 #include <thread>
 #include <mutex>
 #include <regex>
@@ -145,35 +147,28 @@ Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend
   return arch;
 }
 
-Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
-                              const fs::path& source, CompileKind kind, const std::string& arch) {
-  auto start = std::chrono::steady_clock::now();
-  KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
-  bool nvcc = IsNvcc(backend) && kind == CompileKind::kCandidate;
-  std::vector<std::string> flags = nvcc ? NvccFlags(backend, arch.empty() ? "sm_90" : arch) : Flags(backend, kind);
-  std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
-  std::string key_text = (nvcc ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
-  for (const std::string& f : flags) key_text += "\n" + f;
-  for (const std::string& f : link) key_text += "\n" + f;
-  CompileOutput out;
-  out.key = Hash128Hex(key_text);
-  if (nvcc) out.arch = arch.empty() ? "sm_90" : arch;
-  KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
-  fs::create_directories(cache / "build");
-  out.library = cache / "build" / (out.key + ".so");
-  fs::path report = cache / "build" / (out.key + ".resources.json");
-  if (fs::exists(out.library)) {
-    out.ok = out.cached = true;
-    Result<std::string> saved = ReadFile(report);
-    if (saved.ok()) out.resources = nlohmann::json::parse(*saved, nullptr, false);
-    if (out.resources.is_discarded()) out.resources = nlohmann::json::object();
-    return out;
-  }
+std::string BuildArch(ProcessRunner& runner, const BackendInfo& backend, int device, std::string* guessed) {
+  if (!backend.per_device_arch) return "";
+  Result<std::string> arch = DeviceArch(runner, backend, device);
+  if (arch.ok()) return *arch;
+  const char* env = std::getenv("KFORGE_CUDA_ARCH");
+  std::string chosen = env && *env ? env : "sm_90";
+  if (guessed) *guessed = "compiled for " + chosen + " without a device to ask: " + arch.status().message();
+  return chosen;
+}
+
+namespace {
+
+// Builds `text` into out->library (not there yet). Success is kept on disk, in the cache.
+Status Build(ProcessRunner& runner, const BackendInfo& backend, const fs::path& source, const std::string& text,
+             CompileKind kind, bool nvcc, const std::vector<std::string>& flags, const std::vector<std::string>& link,
+             const fs::path& report, CompileOutput* out_ptr) {
+  CompileOutput& out = *out_ptr;
   std::string tool = nvcc ? FindNvcc() : "g++";
   if (tool.empty()) {
     out.log = "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
               "toolkit, or put its bin/ on PATH, to build cuda candidates";
-    return out;
+    return Status::Ok();
   }
   const std::string source_name = kind == CompileKind::kCandidate ? backend.source_name : "candidate.cc";
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("compile"));
@@ -212,10 +207,11 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
   out.log = RenameSourceInLog(TrimCompilerLog(full), source_name, source.filename().string());
   if (!r.Succeeded()) out.log = "compiler " + r.Describe() + (r.start_error.empty() ? "" : ": " + r.start_error) + "\n" + out.log;
   out.ok = r.Succeeded() && fs::exists(dir / "candidate.so");
+  out.rejected = r.end == ProcessResult::End::kExited && r.exit_code != 0;
   if (out.ok) {
     std::error_code ec;
     fs::path tmp = out.library;
-    tmp += ".tmp";
+    tmp += ".tmp" + std::to_string(getpid()) + "-" + dir.filename().string();  // two builds of one key may race
     fs::copy_file(dir / "candidate.so", tmp, fs::copy_options::overwrite_existing, ec);
     if (!ec && !out.resources.empty()) (void)WriteFileAtomic(report, out.resources.dump());
     if (!ec) fs::rename(tmp, out.library, ec);
@@ -223,8 +219,81 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
   }
   std::error_code ignored;
   fs::remove_all(dir, ignored);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return out;
+  return Status::Ok();
+}
+
+// Builds in flight or failed in this process, by key (see Compile).
+struct Flight {
+  std::mutex mu;
+  std::map<std::string, std::shared_future<Result<CompileOutput>>> builds;
+};
+
+Flight& Flights() {
+  static Flight* f = new Flight;  // never destroyed: compile threads may outlive main's statics
+  return *f;
+}
+
+}  // namespace
+
+Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
+                              const fs::path& source, CompileKind kind, const std::string& arch) {
+  auto start = std::chrono::steady_clock::now();
+  KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
+  bool nvcc = IsNvcc(backend) && kind == CompileKind::kCandidate;
+  std::vector<std::string> flags = nvcc ? NvccFlags(backend, arch.empty() ? "sm_90" : arch) : Flags(backend, kind);
+  std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
+  std::string key_text = (nvcc ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
+  for (const std::string& f : flags) key_text += "\n" + f;
+  for (const std::string& f : link) key_text += "\n" + f;
+  CompileOutput out;
+  out.key = Hash128Hex(key_text);
+  if (nvcc) out.arch = arch.empty() ? "sm_90" : arch;
+  KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
+  fs::create_directories(cache / "build");
+  out.library = cache / "build" / (out.key + ".so");
+  fs::path report = cache / "build" / (out.key + ".resources.json");
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  if (fs::exists(out.library)) {
+    out.ok = out.cached = true;
+    Result<std::string> saved = ReadFile(report);
+    if (saved.ok()) out.resources = nlohmann::json::parse(*saved, nullptr, false);
+    if (out.resources.is_discarded()) out.resources = nlohmann::json::object();
+    out.seconds = seconds();
+    return out;
+  }
+  // One build per key at a time in this process: a second caller (the judge of a candidate that
+  // the compile farm, eval/compile_farm.h, is already building) waits for the first build and
+  // takes its result. A compiler's verdict on a source (an error) is remembered for the
+  // process's life, not on disk: a toolchain fixed later is asked again by the next process.
+  std::promise<Result<CompileOutput>> promise;
+  std::shared_future<Result<CompileOutput>> theirs;
+  {
+    Flight& f = Flights();
+    std::lock_guard<std::mutex> lock(f.mu);
+    auto it = f.builds.find(out.key);
+    if (it != f.builds.end()) theirs = it->second;
+    else f.builds.emplace(out.key, promise.get_future().share());
+  }
+  if (theirs.valid()) {
+    Result<CompileOutput> r = theirs.get();
+    if (r.ok()) {
+      r->cached = r->ok;
+      r->seconds = seconds();
+    }
+    return r;
+  }
+  Status built = Build(runner, backend, source, text, kind, nvcc, flags, link, report, &out);
+  out.seconds = seconds();
+  Result<CompileOutput> result = built.ok() ? Result<CompileOutput>(out) : Result<CompileOutput>(built);
+  promise.set_value(result);
+  // Kept: a compiler's error on this source. Dropped: a success (the library is on disk now) and
+  // a failure to build at all (the next caller tries again).
+  if (!built.ok() || out.ok || !out.rejected) {
+    Flight& f = Flights();
+    std::lock_guard<std::mutex> lock(f.mu);
+    f.builds.erase(out.key);
+  }
+  return result;
 }
 
 }  // namespace kforge

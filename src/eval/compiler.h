@@ -19,7 +19,8 @@ struct CompileOutput {
   std::filesystem::path library;  // in the cache; valid when ok
   std::string log;                // compiler output, trimmed
   std::string key;                // cache key
-  bool cached = false;
+  bool cached = false;   // built before, by this process or an earlier one
+  bool rejected = false;  // the compiler ran to its end and refused the source (not a timeout, a crash)
   double seconds = 0;
   std::vector<std::string> command;
   std::string arch;                          // per-device-arch backends: "sm_90"
@@ -42,6 +43,11 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
 // the worker's probe (the orchestrator never loads a driver itself). Cached per process.
 // Unavailable with the probe's reason (e.g. no NVIDIA driver) when there is no such device.
 Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend, int device);
+
+// The architecture a candidate of `backend` is built for: the device's own (DeviceArch); without
+// a device to ask (CI, no driver) $KFORGE_CUDA_ARCH or sm_90, with the reason in *guessed, so
+// the static and compile gates still run. "" for backends without per-device architectures.
+std::string BuildArch(ProcessRunner& runner, const BackendInfo& backend, int device, std::string* guessed);
 
 // The full version text of a backend's toolchain (nvcc: its --version plus the host g++),
 // as it enters the cache key. Cached per process.

@@ -394,6 +394,7 @@ TimingPlan Evaluation::PlanTiming(size_t sets) const {
   plan.sets = sets > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
   plan.budget_ms = options_.budget_ms;
   plan.cv_target = options_.cv_target;
+  plan.precision_target = options_.precision_target;
   plan.min_runs = options_.min_runs;
   plan.max_runs = options_.max_runs;
   plan.timed_checks = options_.timed_checks;
@@ -433,18 +434,12 @@ void Evaluation::RecordTolerances(const std::vector<TensorShape>& outputs) {
   verdict_.precision["tolerance"] = all;
 }
 
-// Builds for the evaluating device's own architecture; without a device (CI, no driver) for
-// $KFORGE_CUDA_ARCH or sm_90, so the static and compile gates still run, with a warning.
+// Builds for the evaluating device's own architecture (BuildArch; a guess is a warning).
 void Evaluation::ChooseArch() {
   if (!backend_->per_device_arch) return;
-  Result<std::string> arch = DeviceArch(runner_, *backend_, options_.device);
-  if (arch.ok()) {
-    arch_ = *arch;
-  } else {
-    const char* env = std::getenv("KFORGE_CUDA_ARCH");
-    arch_ = env && *env ? env : "sm_90";
-    verdict_.warnings.push_back("compiled for " + arch_ + " without a device to ask: " + arch.status().message());
-  }
+  std::string guessed;
+  arch_ = BuildArch(runner_, *backend_, options_.device, &guessed);
+  if (!guessed.empty()) verdict_.warnings.push_back(guessed);
   verdict_.fingerprint["arch"] = arch_;
 }
 
@@ -1066,7 +1061,7 @@ std::string Evaluation::PythonLockFile() const {
 json Evaluation::PythonTimingPlan(size_t sets) const {
   return {{"sets", sets > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
           {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
-          {"cv_target", options_.cv_target}, {"flush", true}};
+          {"cv_target", options_.cv_target}, {"precision_target", options_.precision_target}, {"flush", true}};
 }
 
 json Evaluation::PythonJob(const std::string& mode) const {

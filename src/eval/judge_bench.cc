@@ -2,7 +2,7 @@
 // nothing.
 //
 //   kforge_judge_bench <problem dir or file> [--backend B] [--candidate FILE] [--distinct N]
-//                      [--warm N] [--budget-ms MS] [--no-baselines] [--json FILE]
+//                      [--warm N] [--budget-ms MS] [--precision-target F] [--no-baselines] [--json FILE]
 //
 // With the problem's seed for the backend (or --candidate), three measurements of
 // source-to-verdict time, each a full Evaluate as `kforge eval` runs it, in a fresh private
@@ -43,6 +43,7 @@ struct Flags {
   std::string problem, backend = "cpp", candidate, json_out;
   int distinct = 5, warm = 3;
   double budget_ms = 2000;
+  double precision_target = 0.01;
   bool baselines = true;
 };
 
@@ -51,6 +52,8 @@ struct Judgement {
   std::string status;
   json stages = json::object();
   json phases = json::object();  // the candidate job's worker phases (ms), where it reported them
+  int runs = 0;                  // timed runs, and how well they pinned the median down
+  double median_precision = 1;
 };
 
 Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalOptions& o, ProcessRunner& runner) {
@@ -61,6 +64,7 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   j.status = VerdictStatusName(v.status);
   j.stages = v.stages;
   j.phases = v.worker_phases;
+  if (v.timing) j.runs = v.timing->runs, j.median_precision = v.timing->median_precision;
   return j;
 }
 
@@ -90,7 +94,7 @@ json SumStages(const std::vector<Judgement>& js) {
 
 int Usage(const char* why) {
   fmt::print(stderr, "kforge_judge_bench: {}\nusage: kforge_judge_bench <problem> [--backend B] [--candidate FILE] "
-                     "[--distinct N] [--warm N] [--budget-ms MS] [--no-baselines] [--json FILE]\n", why);
+                     "[--distinct N] [--warm N] [--budget-ms MS] [--precision-target F] [--no-baselines] [--json FILE]\n", why);
   return 2;
 }
 
@@ -104,6 +108,7 @@ int Main(int argc, char** argv) {
     else if (a == "--distinct") f.distinct = std::atoi(value().c_str());
     else if (a == "--warm") f.warm = std::max(1, std::atoi(value().c_str()));
     else if (a == "--budget-ms") f.budget_ms = std::atof(value().c_str());
+    else if (a == "--precision-target") f.precision_target = std::atof(value().c_str());
     else if (a == "--no-baselines") f.baselines = false;
     else if (a == "--json") f.json_out = value();
     else if (!a.empty() && a[0] == '-') return Usage(("unknown option " + a).c_str());
@@ -140,10 +145,11 @@ int Main(int argc, char** argv) {
   EvalOptions o;
   o.backend = f.backend;
   o.budget_ms = f.budget_ms;
+  o.precision_target = f.precision_target;
   o.baselines = f.baselines;
   std::unique_ptr<ProcessRunner> runner = NewSandboxRunner();
-  fmt::print("kforge_judge_bench: {} [{}] {}, budget {} ms, baselines {}\n", p->name, f.backend, candidate.string(),
-             f.budget_ms, f.baselines ? "on" : "off");
+  fmt::print("kforge_judge_bench: {} [{}] {}, budget {} ms, precision target {}, baselines {}\n", p->name, f.backend,
+             candidate.string(), f.budget_ms, f.precision_target, f.baselines ? "on" : "off");
   json out = {{"problem", p->name}, {"backend", f.backend}, {"candidate", candidate.string()}, {"budget_ms", f.budget_ms},
               {"baselines", f.baselines}};
 
@@ -157,7 +163,8 @@ int Main(int argc, char** argv) {
   for (int i = 0; i < f.warm; ++i) {
     Result<Judgement> w = Judge(*p, candidate, o, *runner);
     if (!w.ok()) { fmt::print(stderr, "kforge_judge_bench: {}\n", w.status().message()); return 3; }
-    fmt::print("warm {:<3}  {:8.2f} s  {}{}\n", i + 1, w->seconds, w->status, StageText(w->stages, w->seconds));
+    fmt::print("warm {:<3}  {:8.2f} s  {} ({} timed runs, median +-{:.1f}%){}\n", i + 1, w->seconds, w->status, w->runs,
+               100 * w->median_precision, StageText(w->stages, w->seconds));
     warm_s.push_back(w->seconds);
     warm.push_back(*w);
   }

@@ -33,6 +33,7 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
   t.mean_ms /= static_cast<double>(device_ms.size());
   t.cv = device_ms.size() > 1 ? SetCoefficientOfVariation(device_ms, sets) : 0;
   t.stdev_ms = t.cv * t.median_ms;  // the spread within a set, in ms at the combined median
+  t.median_precision = SetMedianPrecision(device_ms, sets);
   t.host_median_ms = SetMedian(host_ms, sets);  // pooled when the lengths differ
   return t;
 }
@@ -72,7 +73,7 @@ TimingStats TimingFromWorker(const nlohmann::json& tj) {
 nlohmann::json TimingToJson(const TimingStats& t) {
   nlohmann::json j = {{"runs", t.runs}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms},
                       {"mean_ms", t.mean_ms}, {"stdev_ms", t.stdev_ms}, {"cv", t.cv},
-                      {"host_median_ms", t.host_median_ms}};
+                      {"median_precision", t.median_precision}, {"host_median_ms", t.host_median_ms}};
   if (t.wall_median_ms > 0) {
     j["wall_median_ms"] = t.wall_median_ms;
     j["overhead_ms"] = t.overhead_ms;
@@ -90,6 +91,7 @@ TimingStats TimingFromJson(const nlohmann::json& j) {
   t.mean_ms = j.value("mean_ms", 0.0);
   t.stdev_ms = j.value("stdev_ms", 0.0);
   t.cv = j.value("cv", 0.0);
+  t.median_precision = j.value("median_precision", 1.0);
   t.host_median_ms = j.value("host_median_ms", 0.0);
   t.wall_median_ms = j.value("wall_median_ms", 0.0);
   t.overhead_ms = j.value("overhead_ms", 0.0);

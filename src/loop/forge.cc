@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -18,6 +20,7 @@
 #include "agent/tuner.h"
 #include "backend/registry.h"
 #include "base/files.h"
+#include "eval/compile_farm.h"
 #include "kforge/problem.h"
 
 namespace kforge {
@@ -112,6 +115,7 @@ class ForgeRun {
   Result<AttemptRow> NewAttempt(const std::string& phase, int64_t iteration, int64_t parent, AttemptRow a = {});
   Status WriteFiles(const AttemptRow& a, fs::path* main);
   Status EvaluateAttempt(AttemptRow& a);
+  Status BuildAhead(const std::vector<AttemptRow>& batch);
   std::string DeniedPattern(const AttemptRow& a) const;
   Verdict DeniedVerdict(const AttemptRow& a) const;
   Status EnsureSeed();
@@ -155,6 +159,8 @@ class ForgeRun {
   double seconds_before_ = 0;  // run time spent in earlier sessions
   double exhaustive_ = 0;
   std::mutex reload_mu_;  // CallModel reloads from the parallel generation threads
+  std::unique_ptr<CompileFarm> farm_;  // made for the first batch of several candidates
+  std::map<int64_t, double> ready_at_;  // attempt -> when its candidate existed (for its queue time)
 };
 
 Status ForgeRun::Prepare() {
@@ -246,6 +252,26 @@ Verdict ForgeRun::DeniedVerdict(const AttemptRow& a) const {
   return v;
 }
 
+// Where an attempt's time went (store: attempts.seconds_json): queued after its answer, the
+// judgement's compile gate (what was left of a farm build), the worker's checks and timing.
+json AttemptSeconds(const Verdict& v, double evaluate, double queue) {
+  json s = {{"queue", queue}, {"evaluate", evaluate}, {"compile", v.stages.value("compile", 0.0)}};
+  double check = 0, time = 0;
+  for (const auto& [phase, ms] : v.worker_phases.items()) {
+    if (!ms.is_number()) continue;
+    if (phase == "checks" || phase == "check") check += ms.get<double>() / 1000;
+    if (phase == "timing" || phase == "timed runs") time += ms.get<double>() / 1000;
+  }
+  // A Python candidate's job has no worker phases: its stages say the same (its inline and
+  // Triton builds happen as it loads).
+  if (check == 0) check = v.stages.value("python_candidate.check", 0.0);
+  if (time == 0) time = v.stages.value("python_candidate.timed runs", 0.0);
+  if (v.stages.contains("python_candidate.load")) s["compile"] = v.stages.value("python_candidate.load", 0.0);
+  s["check"] = check;
+  s["time"] = time;
+  return s;
+}
+
 Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   fs::path main;
   KF_RETURN_IF_ERROR(WriteFiles(a, &main));
@@ -265,6 +291,7 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   Result<Verdict> v = DeniedPattern(a).empty() ? Evaluate(problem_, main, eo, *deps_.runner) : Result<Verdict>(DeniedVerdict(a));
   if (!v.ok()) return v.status();
   KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", Now() - t0}));
+  a.seconds_json = AttemptSeconds(*v, Now() - t0, ready_at_.count(a.number) ? t0 - ready_at_[a.number] : 0).dump();
   a.state = "done";
   a.status = VerdictStatusName(v->status);
   a.verdict_json = v->ToJson().dump();
@@ -277,6 +304,27 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   // The tuner confirms its top configurations once its search is over (ConfirmTop).
   if (a.phase != "seed" && a.phase != "tune") KF_RETURN_IF_ERROR(Challenge(a.number, incumbent));
   return Status::Ok();
+}
+
+// The batch's candidates go to the compile farm (eval/compile_farm.h) before the first is
+// judged: their builds run on every core while, on a GPU, the first judgements time; where the
+// device may be the host CPU the judging waits until the builds are done.
+Status ForgeRun::BuildAhead(const std::vector<AttemptRow>& batch) {
+  const double t0 = Now();
+  for (const AttemptRow& a : batch) ready_at_[a.number] = t0;
+  if (batch.size() < 2) return Status::Ok();  // one candidate: its judgement builds it
+  if (!farm_) farm_ = std::make_unique<CompileFarm>(*deps_.runner);
+  EvalOptions eo = options_.eval;
+  eo.backend = options_.backend;
+  for (const AttemptRow& a : batch) {
+    if (a.source.empty() || a.state != "generating") continue;  // abandoned (no answer)
+    fs::path main;
+    KF_RETURN_IF_ERROR(WriteFiles(a, &main));
+    farm_->Submit(problem_, main, eo);
+  }
+  if (MayJudgeWhileBuilding(options_.backend)) return Status::Ok();
+  farm_->Wait();
+  return deps_.store->AddStage({run_.id, -1, "build", Now() - t0});
 }
 
 // An earlier attempt of this run with the same source (a model often returns its parent, or
@@ -840,6 +888,7 @@ Status ForgeRun::Optimize() {
     std::vector<std::future<Status>> gens;  // samples generated in parallel
     for (AttemptRow& a : batch) gens.push_back(std::async(std::launch::async, [this, &a, ctx] { return GenerateInto(a, ctx); }));
     for (auto& g : gens) KF_RETURN_IF_ERROR(g.get());
+    KF_RETURN_IF_ERROR(BuildAhead(batch));
     for (AttemptRow& a : batch) {
       KF_RETURN_IF_ERROR(EvaluateAttempt(a));
       if (!IsCorrect(a)) KF_RETURN_IF_ERROR(Functional(pass, &a).status());
@@ -1016,7 +1065,7 @@ json ForgeOptions::ToJson() const {
           {"confirm", {{"enabled", confirm}, {"top", confirm_top}, {"rounds", confirm_options.rounds},
                        {"budget_ms", confirm_options.budget_ms}, {"min_runs", confirm_options.min_runs}}},
           {"eval", {{"sizes", eval.sizes}, {"quick", eval.quick}, {"seeds", eval.seeds}, {"budget_ms", eval.budget_ms},
-                    {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
+                    {"precision_target", eval.precision_target}, {"timeout_seconds", eval.timeout_seconds}, {"device", eval.device}, {"baselines", eval.baselines},
                     {"min_runs", eval.min_runs}, {"max_runs", eval.max_runs},
                     {"precision", eval.precision ? PrecisionPolicyName(*eval.precision) : ""}}}};
 }
@@ -1057,6 +1106,7 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.eval.quick = e.value("quick", false);
   o.eval.seeds = e.value("seeds", o.eval.seeds);
   o.eval.budget_ms = e.value("budget_ms", o.eval.budget_ms);
+  o.eval.precision_target = e.value("precision_target", o.eval.precision_target);
   o.eval.timeout_seconds = e.value("timeout_seconds", o.eval.timeout_seconds);
   o.eval.device = e.value("device", 0);
   o.eval.baselines = e.value("baselines", true);

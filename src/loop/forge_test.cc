@@ -885,6 +885,20 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   ASSERT_TRUE(t.ok());
   EXPECT_GT(t->wall_seconds, 0);
   EXPECT_LE(t->wall_seconds, t->stage_seconds + 0.01);
+  // Both samples went to the compile farm before either was judged; on the CPU the judging
+  // waited for the builds (a "build" stage). Each attempt says where its time went.
+  bool built_ahead = false;
+  for (const StageRow& st : w.store->Stages(s->run_id).value()) built_ahead |= st.stage == "build" && st.attempt == -1;
+  EXPECT_TRUE(built_ahead);
+  for (const AttemptRow& a : attempts) {
+    json secs = json::parse(a.seconds_json);
+    for (const char* key : {"queue", "compile", "check", "time", "evaluate"}) EXPECT_TRUE(secs.contains(key)) << key << " " << a.seconds_json;
+    EXPECT_GT(secs.value("evaluate", 0.0), 0) << a.seconds_json;
+    EXPECT_GT(secs.value("time", 0.0), 0) << a.seconds_json;
+    EXPECT_GE(secs.value("evaluate", 0.0), secs.value("compile", 0.0) + secs.value("time", 0.0)) << a.seconds_json;
+  }
+  // The second one judged waited for the first one's judgement.
+  EXPECT_GT(json::parse(attempts[2].seconds_json).value("queue", 0.0), json::parse(attempts[1].seconds_json).value("queue", 1e9));
 }
 
 // A model that returns its parent verbatim (real ones often do): the copy is not judged again,

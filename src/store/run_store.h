@@ -53,6 +53,9 @@ struct AttemptRow {
   double median_ms = 0;
   double sol_percent = 0;
   std::string created_at;
+  // Where its time went, in seconds: {"queue": candidate ready -> judging began, "compile",
+  // "check", "time" (the worker's check and timing phases), "evaluate": the whole judgement}.
+  std::string seconds_json;
 };
 
 struct LlmCallRow {

@@ -141,7 +141,7 @@ TEST_F(RunStoreTest, GivenANewPath_OpenCreatesTheFolderAndAVersionedWalDatabase)
   ASSERT_TRUE(store);
   EXPECT_TRUE(fs::exists(db_));
   EXPECT_EQ(QueryDirectly(db_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "3");
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open_v2(db_.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   for (const char* table : {"runs", "attempts", "llm_calls", "recommendations", "stages"}) {
@@ -436,14 +436,25 @@ TEST_F(RunStoreTest, GivenAVersionOneStore_OpenUpgradesItAndKeepsItsRows) {
     ASSERT_TRUE(store);
     int64_t run = store->CreateRun(SampleRun("old")).value();
     ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 10, 5, 0.1)).ok());
+    AttemptRow a;
+    a.run_id = run;
+    a.phase = "seed";
+    a.state = "done";
+    ASSERT_TRUE(store->AddAttempt(a).ok());
   }
   for (const char* column : {"details_json", "prompt_chars", "prompt_tokens_estimate", "prompt_shrunk"})
     QueryDirectly(db_, (std::string("ALTER TABLE llm_calls DROP COLUMN ") + column).c_str());
+  QueryDirectly(db_, "ALTER TABLE attempts DROP COLUMN seconds_json");
   QueryDirectly(db_, "DELETE FROM schema_version WHERE version > 1");
   ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "3");
+  AttemptRow old = store->GetAttempt(1, 1).value();
+  EXPECT_EQ(old.seconds_json, "{}");
+  old.seconds_json = R"({"queue":0.5,"compile":1.25})";
+  ASSERT_TRUE(store->UpdateAttempt(old).ok());
+  EXPECT_EQ(store->GetAttempt(1, 1).value().seconds_json, R"({"queue":0.5,"compile":1.25})");
   auto calls = store->LlmCalls(1);
   ASSERT_TRUE(calls.ok()) << calls.status().ToString();
   ASSERT_EQ(calls->size(), 1u);
@@ -589,12 +600,12 @@ TEST_F(RunStoreTest, GivenAVersion1Store_OpenUpgradesItAndEarlierCallsHaveNoProm
   }
   for (const char* sql : {"ALTER TABLE llm_calls DROP COLUMN prompt_chars", "ALTER TABLE llm_calls DROP COLUMN prompt_tokens_estimate",
                           "ALTER TABLE llm_calls DROP COLUMN prompt_shrunk", "ALTER TABLE llm_calls DROP COLUMN details_json",
-                          "DELETE FROM schema_version WHERE version = 2"})
+                          "ALTER TABLE attempts DROP COLUMN seconds_json", "DELETE FROM schema_version WHERE version > 1"})
     QueryDirectly(db_, sql);
   ASSERT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "1");
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "2");
+  EXPECT_EQ(QueryDirectly(db_, "SELECT MAX(version) FROM schema_version"), "3");
   ASSERT_TRUE(store->AddLlmCall(SampleCall(run, 3000, 400, 0.5)).ok());
   auto calls = store->LlmCalls(run);
   ASSERT_TRUE(calls.ok()) << calls.status().ToString();

@@ -89,7 +89,7 @@ json JobToJson(const Job& job) {
 json TimingPlanToJson(const TimingPlan& t) {
   return {{"sets", t.sets}, {"warmup_runs", t.warmup_runs}, {"warmup_ms", t.warmup_ms},
           {"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"budget_ms", t.budget_ms},
-          {"cv_target", t.cv_target}, {"flush", t.flush}, {"fresh_inputs", t.fresh_inputs},
+          {"cv_target", t.cv_target}, {"precision_target", t.precision_target}, {"flush", t.flush}, {"fresh_inputs", t.fresh_inputs},
           {"timed_checks", t.timed_checks}, {"calibration_runs", t.calibration_runs},
           {"reference_finite", t.reference_finite}, {"degenerate", t.degenerate}};
 }
@@ -120,6 +120,7 @@ Result<Job> JobFromJson(const json& j) {
       p.max_runs = t.value("max_runs", p.max_runs);
       p.budget_ms = t.value("budget_ms", p.budget_ms);
       p.cv_target = t.value("cv_target", p.cv_target);
+      p.precision_target = t.value("precision_target", p.precision_target);
       p.flush = t.value("flush", p.flush);
       p.fresh_inputs = t.value("fresh_inputs", p.fresh_inputs);
       p.timed_checks = t.value("timed_checks", p.timed_checks);

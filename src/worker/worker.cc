@@ -748,7 +748,9 @@ Status Supervisor::Timing() {
     double elapsed = NowMs() - start;
     int n = i + 1;
     // Per set (SetCoefficientOfVariation, base/stats.h; the Python worker's formula too).
-    if (n >= plan.min_runs && (SetCoefficientOfVariation(device_ms, used) <= plan.cv_target || elapsed >= plan.budget_ms)) break;
+    if (n >= plan.min_runs && (elapsed >= plan.budget_ms || SetCoefficientOfVariation(device_ms, used) <= plan.cv_target ||
+                               SetMedianPrecision(device_ms, used) <= plan.precision_target))
+      break;
     if (n >= 3 && elapsed >= 2 * plan.budget_ms) break;
   }
   json sample_json = json::array();
