@@ -25,7 +25,7 @@ def chromium(binary, profile, args, page):
     cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            "--user-data-dir=" + profile, "--hide-scrollbars", "--virtual-time-budget=15000"]
     return subprocess.run(cmd + args + ["file://" + os.path.abspath(page)], capture_output=True,
-                          text=True, timeout=180)
+                          text=True, timeout=180)  # a hang fails with TimeoutExpired, before CTest's limit
 
 
 def main():

@@ -49,10 +49,14 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || fail "kforge serve printed no address" serve.err
 
-"$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile" --hide-scrollbars \
-  --enable-logging=stderr --v=0 --virtual-time-budget=15000 --dump-dom "$url" >dom.html 2>chromium.err
-"$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile" --hide-scrollbars \
+echo "serving at $url; loading the page while the run progresses"
+# A bounded wait: a browser that never finishes is a failure that says so, not a CTest timeout.
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile" --hide-scrollbars \
+  --enable-logging=stderr --v=0 --virtual-time-budget=15000 --dump-dom "$url" >dom.html 2>chromium.err ||
+  fail "chromium did not load the live page within 120 s (exit $?)" chromium.err
+timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile" --hide-scrollbars \
   --virtual-time-budget=3000 --window-size=1280,700 --screenshot="$ART/live-page.png" "$url" >/dev/null 2>&1
+echo "page loaded; fetching the reports"
 for path in api/status run/1 bench/bench.json; do
   /usr/bin/python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())" \
     "$url$path" >"fetched-$(echo "$path" | tr / -)" 2>/dev/null || echo "GET /$path failed" >>fetch-failures.txt

@@ -178,7 +178,8 @@ std::string BestBox(const RunRecord& r) {
 
 // Seconds a verdict spent checking and timing, from the worker's phases where it reports them.
 struct AttemptTimes {
-  double compile = 0, check = 0, time = 0, evaluate = 0, model = 0;
+  double queue = 0, compile = 0, check = 0, time = 0, evaluate = 0, model = 0;
+  bool recorded = false;  // from the store's seconds_json (schema 3), not rebuilt from the verdict
   int64_t tokens = 0;
   double cost = 0;
 };
@@ -186,15 +187,27 @@ struct AttemptTimes {
 std::map<int64_t, AttemptTimes> TimesByAttempt(const RunRecord& r) {
   std::map<int64_t, AttemptTimes> out;
   for (const AttemptRow& a : r.attempts) {
+    AttemptTimes& t = out[a.number];
+    const json seconds = ParseStored(a.seconds_json);
+    if (seconds.is_object() &&
+        !seconds.empty()) {  // what the loop measured, as kforge show prints it
+      t.recorded = true;
+      t.queue = Num(seconds, "queue");
+      t.compile = Num(seconds, "compile");
+      t.check = Num(seconds, "check");
+      t.time = Num(seconds, "time");
+      t.evaluate = Num(seconds, "evaluate");
+      continue;
+    }
+    // Attempts recorded before schema 3: the verdict's stages and the worker's phases.
     const json v = ParseStored(a.verdict_json);
     const json stages = Obj(v, "stages_seconds"), phases = Obj(v, "worker_phases_ms");
-    AttemptTimes& t = out[a.number];
     t.compile = Num(stages, "compile");
     t.check = Num(stages, "reference") + Num(stages, "compare") + Num(phases, "checks") / 1000;
     t.time = Num(phases, "timing") / 1000;
   }
   for (const StageRow& s : r.stages)
-    if (s.attempt > 0 && s.stage.find("evaluate") != std::string::npos)
+    if (s.attempt > 0 && s.stage.find("evaluate") != std::string::npos && !out[s.attempt].recorded)
       out[s.attempt].evaluate += s.seconds;
   for (const LlmCallRow& c : r.calls) {
     if (c.attempt <= 0) continue;
@@ -210,7 +223,9 @@ std::string Timeline(const RunRecord& r) {
   std::string h =
       "<table class=\"grid\" "
       "id=\"timeline\">\n<tr><th>#</th><th>phase</th><th>iter</th><th>parent</th><th>status</th>"
-      "<th>median ms</th><th>x seed</th><th>SOL %</th><th title=\"the compiler\">compile s</th>"
+      "<th>median ms</th><th>x seed</th><th>SOL %</th>"
+      "<th title=\"from the answer to the start of its judgement\">queue s</th>"
+      "<th title=\"the compiler\">compile s</th>"
       "<th title=\"references and checked runs\">check s</th><th title=\"timed runs\">time s</th>"
       "<th title=\"the whole judgement\">evaluate s</th><th title=\"model calls for this "
       "attempt\">model s</th>"
@@ -230,9 +245,10 @@ std::string Timeline(const RunRecord& r) {
         timed && r.run.seed_ms > 0 ? fmt::format("{:.2f}", r.run.seed_ms / a.median_ms) : "-",
         timed ? fmt::format("{:.1f}", a.sol_percent) : "-");
     h += fmt::format(
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        Seconds(t.compile), Seconds(t.check), Seconds(t.time), Seconds(t.evaluate),
-        Seconds(t.model), t.tokens > 0 ? std::to_string(t.tokens) : "-",
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></"
+        "tr>\n",
+        Seconds(t.queue), Seconds(t.compile), Seconds(t.check), Seconds(t.time),
+        Seconds(t.evaluate), Seconds(t.model), t.tokens > 0 ? std::to_string(t.tokens) : "-",
         t.cost > 0 ? fmt::format("{:.4f}", t.cost) : "-");
   }
   return h + "</table>\n";

@@ -197,6 +197,21 @@ TEST(RunReportTest, GivenARunItShowsSummaryConfirmedSpeedupTimelineAndEachAttemp
     EXPECT_NE(html.find(expected), std::string::npos) << expected;
 }
 
+TEST(RunReportTest, GivenTheStoresSecondsTheTimelineShowsThemElseTheVerdicts) {
+  RunRecord r = ThreeAttemptRun();
+  r.attempts[2].seconds_json =
+      json({{"queue", 1.25}, {"compile", 0.5}, {"check", 0.75}, {"time", 2.5}, {"evaluate", 4.0}})
+          .dump();
+  json old = json::parse(r.attempts[0].verdict_json);
+  old["stages_seconds"] = {{"compile", 0.3}, {"reference", 0.1}, {"compare", 0.1}};
+  old["worker_phases_ms"] = {{"checks", 200}, {"timing", 1500}};
+  r.attempts[0].verdict_json = old.dump();  // an attempt recorded before schema 3
+  const std::string html = RenderRunReport(r, FakeAssets());
+  EXPECT_NE(html.find("<td>1.25</td><td>0.50</td><td>0.75</td><td>2.50</td><td>4.00</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>-</td><td>0.30</td><td>0.40</td><td>1.50</td>"), std::string::npos);
+}
+
 TEST(RunReportTest, GivenNoParentTheDiffIsAgainstTheAttemptBefore) {
   AttemptRow tuned;
   tuned.number = 4;
