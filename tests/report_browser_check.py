@@ -22,6 +22,9 @@ import tempfile
 
 
 def chromium(binary, profile, args, page):
+    # A fresh profile per run: a second Chromium on a profile whose first has not quite exited
+    # hands its page to that one and can wait for it.
+    profile = tempfile.mkdtemp(dir=profile)
     cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            "--user-data-dir=" + profile, "--hide-scrollbars", "--virtual-time-budget=15000"]
     return subprocess.run(cmd + args + ["file://" + os.path.abspath(page)], capture_output=True,

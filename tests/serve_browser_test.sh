@@ -1,7 +1,7 @@
 #!/bin/sh
 # CTest (issue 14, item 3): `kforge serve`'s live page in headless Chromium while a run
 # progresses. An offline run (matmul on cpp, the tuner, quick sizes) starts beside the server;
-# one page load, long-polling /api/status for 15 s of the page's time, must show the run's
+# one page load, long-polling /api/status for 12 answers (?polls=12), must show the run's
 # attempt counter move (its row's data-attempts-seen holds several numbers) with no console
 # message. Also: the run's report and a bench file's are served, a path outside the bench files
 # is not, a key in the server's environment appears nowhere, and a non-loopback --host is
@@ -51,11 +51,14 @@ done
 
 echo "serving at $url; loading the page while the run progresses"
 # A bounded wait: a browser that never finishes is a failure that says so, not a CTest timeout.
-timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile" --hide-scrollbars \
-  --enable-logging=stderr --v=0 --virtual-time-budget=15000 --dump-dom "$url" >dom.html 2>chromium.err ||
+# Each run its own profile: a second Chromium on a profile whose first has not quite exited hands
+# its page to that one and can wait for it.
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile-dom" --hide-scrollbars \
+  --enable-logging=stderr --v=0 --virtual-time-budget=60000 --dump-dom "${url}?polls=12" >dom.html 2>chromium.err ||
   fail "chromium did not load the live page within 120 s (exit $?)" chromium.err
-timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile" --hide-scrollbars \
-  --virtual-time-budget=3000 --window-size=1280,700 --screenshot="$ART/live-page.png" "$url" >/dev/null 2>&1
+timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$dir/profile-shot" --hide-scrollbars \
+  --virtual-time-budget=5000 --window-size=1280,700 --screenshot="$ART/live-page.png" "${url}?polls=1" >/dev/null 2>&1 ||
+  fail "chromium did not take the live page's screenshot within 60 s (exit $?)"
 echo "page loaded; fetching the reports"
 for path in api/status run/1 bench/bench.json; do
   /usr/bin/python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())" \
