@@ -1,6 +1,7 @@
 // `kforge bench`: a suite of problems; per problem a candidate judged (--candidates), an
 // optimize run (--optimize) or only the baselines (--baselines-only); then the share correct,
-// fast_p and geometric-mean speedups (src/report/bench_report.h), as a table and as JSON.
+// fast_p and geometric-mean speedups (src/report/bench_report.h), as a table, as JSON and as an
+// HTML page (--html, src/report/bench_html.h).
 #include <fmt/format.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include "eval/compile_farm.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
+#include "report/bench_html.h"
 #include "report/bench_report.h"
 
 namespace kforge {
@@ -27,6 +29,8 @@ namespace {
 
 struct BenchFlags {
   std::string suite, candidates, kernelbench, published, json_out, llm_config;
+  std::string html_out;             // --html: the page to write ("" = none)
+  std::optional<ReportAssets> assets;  // loaded before the suite runs when --html is given
   std::vector<std::string> sizes;
   std::vector<std::string> precision;     // --precision as given: names, comma-separated lists
   std::vector<PrecisionPolicy> policies;  // parsed from `precision`; empty: each problem's own
@@ -272,6 +276,18 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
   return passes;
 }
 
+// The bench as a page (bench_html.h), beside or instead of the JSON.
+int WriteHtml(const BenchFlags& f, const json& bench) {
+  Result<std::string> page = RenderBenchReport(bench, *f.assets);
+  Status written = page.ok() ? WriteFileAtomic(f.html_out, *page) : page.status();
+  if (!written.ok()) {
+    fmt::print(stderr, "kforge bench: --html {}: {}\n", f.html_out, written.message());
+    return kExitEnvironment;
+  }
+  fmt::print(stderr, "kforge bench: wrote {} ({} KiB)\n", fs::absolute(f.html_out).string(), (page->size() + 1023) / 1024);
+  return kExitOk;
+}
+
 int RunBench(BenchFlags& f) {
   Result<std::vector<fs::path>> suite = ResolveSuite(f.suite, f.kernelbench);
   if (!suite.ok()) { fmt::print(stderr, "kforge bench: {}\n", suite.status().message()); return kExitUsage; }
@@ -293,7 +309,7 @@ int RunBench(BenchFlags& f) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print("{}", BenchTable(passes));
   fmt::print("wall time {:.1f} s\n", seconds);
-  if (!f.json_out.empty()) {
+  if (!f.json_out.empty() || !f.html_out.empty()) {
     json precision = json::array();
     for (const BenchPass& p : passes) precision.push_back(p.precision);
     json meta = {{"suite", f.suite},
@@ -311,14 +327,15 @@ int RunBench(BenchFlags& f) {
                                  : json({{"rounds", f.confirm.rounds}, {"budget_ms", f.confirm.budget_ms}})},
                  {"wall_seconds", seconds},
                  {"kforge", "0.1.0"}};
-    std::string text = BenchToJson(passes, meta).dump(1);
+    const json bench = BenchToJson(passes, meta);
     if (f.json_out == "-") {
-      fmt::print("{}\n", text);
-    } else {
+      fmt::print("{}\n", bench.dump(1));
+    } else if (!f.json_out.empty()) {
       std::ofstream out(f.json_out);
-      out << text << "\n";
+      out << bench.dump(1) << "\n";
       if (!out) { fmt::print(stderr, "kforge bench: cannot write {}\n", f.json_out); return kExitEnvironment; }
     }
+    if (!f.html_out.empty() && WriteHtml(f, bench) != kExitOk) return kExitEnvironment;
   }
   bool all_correct = true;
   for (const BenchPass& p : passes) {
@@ -347,6 +364,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernelbench", f->kernelbench, "KernelBench copy for kernelbench-* suites (else $KFORGE_KERNELBENCH)");
   cmd->add_option("--published", f->published, "Folder of KernelBench's published baseline times to compare with (e.g. baseline_times/H100_Modal)");
   cmd->add_option("--json", f->json_out, "Write the results as JSON to this file (- for stdout)");
+  CLI::Option* html = cmd->add_option("--html", f->html_out, "Write the results as a self-contained HTML page (default bench.html; docs/report.md)")
+                          ->expected(0, 1);
   cmd->add_option("--jobs,-j", f->jobs, "Problems in flight at once (timed runs still take the device one at a time)");
   cmd->add_option("--device", f->options.device, "Device index");
   cmd->add_option("--size", f->sizes, "Override a size constant where a problem has it: --size batch_size=64");
@@ -364,7 +383,13 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "Precision policies, each a pass with its own columns: strict, tf32, bf16, fp16, "
                   "kernelbench, e.g. strict,kernelbench (default: each problem's, else strict)")
       ->delimiter(',');
-  cmd->callback([f, exit_code] {
+  cmd->callback([f, exit_code, html] {
+    if (html->count() > 0) {  // the libraries are checked before the suite runs, not after
+      if (f->html_out.empty()) f->html_out = "bench.html";
+      Result<ReportAssets> assets = LoadReportAssets();
+      if (!assets.ok()) { fmt::print(stderr, "kforge bench: --html: {}\n", assets.status().message()); *exit_code = kExitEnvironment; return; }
+      f->assets = std::move(*assets);
+    }
     Result<std::map<std::string, int64_t>> sizes = ParseSizes(f->sizes);
     if (!sizes.ok()) { fmt::print(stderr, "kforge bench: {}\n", sizes.status().message()); *exit_code = kExitUsage; return; }
     if (!f->precision.empty()) {

@@ -36,6 +36,10 @@ void AddProblemsCommand(CLI::App& app, int* exit_code);
 void AddLoopCommands(CLI::App& app, int* exit_code);
 // kforge bench: a suite of problems, judged or optimized, summarized.
 void AddBenchCommand(CLI::App& app, int* exit_code);
+// kforge report: a run or a bench file as one self-contained HTML page.
+void AddReportCommand(CLI::App& app, int* exit_code);
+// kforge serve: a live read-only page of the workspace's runs and benches.
+void AddServeCommand(CLI::App& app, int* exit_code);
 // One optimize run (the LLM from options.model, KFORGE_LLM or the config; offline otherwise).
 Result<ForgeSummary> OptimizeOne(const ForgeOptions& options, const std::string& llm_config);
 

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   kforge::AddLoopCommands(app, &exit_code);
   kforge::AddEvalCommand(app, &exit_code);
   kforge::AddBenchCommand(app, &exit_code);
+  kforge::AddReportCommand(app, &exit_code);
+  kforge::AddServeCommand(app, &exit_code);
   kforge::AddProblemsCommand(app, &exit_code);
   kforge::AddDoctorCommand(app, &exit_code);
 #ifdef KFORGE_HAVE_LLM

@@ -79,6 +79,13 @@ std::vector<std::string> BenchBaselines(const std::vector<BenchRow>& rows) {
   return out;
 }
 
+double FastP(const std::vector<BenchRow>& rows, const std::string& baseline, double p) {
+  int fast = 0;
+  for (const BenchRow& r : rows)
+    if (r.correct() && (p == 0 || r.Speedup(baseline) > p)) ++fast;
+  return rows.empty() ? 0 : static_cast<double>(fast) / static_cast<double>(rows.size());
+}
+
 BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   BenchSummary s;
   s.baselines = BenchBaselines(rows);
@@ -88,15 +95,7 @@ BenchSummary Summarize(const std::vector<BenchRow>& rows) {
   for (const std::string& b : s.baselines) {
     double log_sum = 0;
     int n = 0;
-    for (double p : s.ps) {
-      int fast = 0;
-      for (const BenchRow& r : rows) {
-        if (!r.correct()) continue;
-        double x = r.Speedup(b);
-        if (p == 0 ? true : x > p) ++fast;
-      }
-      s.fast_p[b][p] = s.problems ? static_cast<double>(fast) / s.problems : 0;
-    }
+    for (double p : s.ps) s.fast_p[b][p] = FastP(rows, b, p);
     for (const BenchRow& r : rows) {
       double x = r.correct() ? r.Speedup(b) : 0;
       if (x > 0) {
@@ -240,6 +239,59 @@ json BenchToJson(const std::vector<BenchPass>& passes, const json& meta) {
   }
   out["summary"] = SummaryToJson(passes.front().summary);
   return out;
+}
+
+namespace {
+
+std::map<std::string, double> NumberMap(const json& j) {
+  std::map<std::string, double> out;
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items())
+    if (v.is_number()) out[k] = v.get<double>();
+  return out;
+}
+
+BenchRow RowFromJson(const json& j) {
+  BenchRow r;
+  auto str = [&j](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
+  auto num = [&j](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; };
+  r.problem = str("problem");
+  r.candidate = str("candidate");
+  r.status = str("status");
+  r.message = str("message");
+  r.precision = str("precision");
+  r.ms = num("median_ms");
+  r.baseline_ms = NumberMap(j.value("baselines_ms", json::object()));
+  r.published_ms = NumberMap(j.value("published_ms", json::object()));
+  r.compile_first_call_s = num("torch_compile_first_call_s");
+  if (j.contains("confirmed")) r.confirmed = j["confirmed"];
+  if (j.contains("verdict")) r.verdict = j["verdict"];
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<BenchPass>> BenchFromJson(const json& bench) {
+  if (!bench.is_object() || !bench.contains("rows") || !bench["rows"].is_array())
+    return Status::InvalidArgument("not a kforge bench file: it has no \"rows\" array (write one with kforge bench --json FILE)");
+  std::vector<BenchRow> rows;
+  for (const json& r : bench["rows"])
+    if (r.is_object()) rows.push_back(RowFromJson(r));
+  std::vector<std::string> labels;
+  const json meta = bench.value("meta", json::object());
+  if (meta.is_object() && meta.contains("precision") && meta["precision"].is_array())
+    for (const json& p : meta["precision"])
+      if (p.is_string()) labels.push_back(p.get<std::string>());
+  if (labels.empty() || rows.size() % labels.size() != 0) labels = {labels.empty() ? "problem default" : labels[0]};
+  if (labels.size() > 1 && rows.empty()) labels.resize(1);
+  const size_t per_pass = rows.size() / labels.size();
+  std::vector<BenchPass> passes;
+  for (size_t k = 0; k < labels.size(); ++k) {
+    std::vector<BenchRow> part(rows.begin() + k * per_pass, rows.begin() + (k + 1) * per_pass);
+    BenchSummary summary = Summarize(part);
+    passes.push_back({labels[k], std::move(part), summary});
+  }
+  return passes;
 }
 
 std::string BenchTable(const std::vector<BenchPass>& passes) {

@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/status.h"
+
 namespace kforge {
 
 struct BenchRow {
@@ -73,10 +75,20 @@ struct BenchPass {
 
 BenchSummary Summarize(const std::vector<BenchRow>& rows);
 
+// fast_p: the share of all `rows` that are correct and more than p times faster than `baseline`
+// (p = 0: the share correct, whatever the baseline). 0 for no rows.
+double FastP(const std::vector<BenchRow>& rows, const std::string& baseline, double p);
+
 // REQUIRES for both: at least one pass; every pass holds the same problems in the same order.
 // JSON: "rows" holds every pass's rows (each with its "precision"), "summary" the first pass's
 // summary and "summary_by_precision" each pass's, by policy name.
 nlohmann::json BenchToJson(const std::vector<BenchPass>& passes, const nlohmann::json& meta);
+// A bench JSON (BenchToJson's) read back: its passes in order, each with its rows and a summary
+// recomputed from them. Rows split into passes by meta.precision (rows are written pass by
+// pass); a file whose rows do not divide evenly is read as one pass. InvalidArgument when it
+// has no "rows" array.
+Result<std::vector<BenchPass>> BenchFromJson(const nlohmann::json& bench);
+
 // One line per problem: its baseline times (from the first pass that has them), then per pass
 // a group of columns (status, kernel_ms and two speedups: x_eager and x_best on a PyTorch
 // suite, x_ref and x_seed on a suite of kforge problems) under the pass's policy name; then a
