@@ -608,7 +608,8 @@ class Supervisor:
                 cv = set_cv(effective, timing["sets_used"])
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
-                if set_median_precision(effective, timing["sets_used"]) <= plan.get("precision_target", 0.01):
+                target = plan.get("precision_target", 0.03)
+                if target > 0 and set_median_precision(effective, timing["sets_used"]) <= target:
                     break
 
     def check_timed_outputs(self, k, run, seen, issues):

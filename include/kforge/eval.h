@@ -39,7 +39,7 @@ struct EvalOptions {
   double cv_target = 0.02;
   // Timing also stops once the median is known within this fraction (half the width of its 95%
   // confidence interval over it, per input set: base/stats.h MedianPrecision).
-  double precision_target = 0.01;
+  double precision_target = 0.03;
   int min_runs = 10;
   int max_runs = 300;
   double timeout_seconds = 120;          // wall clock per worker run

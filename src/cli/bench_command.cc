@@ -376,7 +376,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");
   cmd->add_option("--budget-ms", f->options.budget_ms, "Timing budget per implementation in ms (default 2000)");
   cmd->add_option("--precision-target", f->options.precision_target,
-                  "Timing also stops once the median is known within this fraction, 95% interval (default 0.01; 0: off)");
+                  "Timing also stops once the median is known within this fraction, 95% interval (default 0.03; 0: off)");
   AddTrustedStateFlags(cmd, &f->options);
   cmd->add_option("--timeout", f->options.timeout_seconds, "Wall-clock limit per worker run in seconds (default 120)");
   cmd->add_option("--precision", f->precision,

@@ -373,7 +373,7 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");
   opt->add_option("--precision-target", f->options.eval.precision_target,
-                  "Timing also stops once the median is known within this fraction, 95% interval (default 0.01; 0: off)");
+                  "Timing also stops once the median is known within this fraction, 95% interval (default 0.03; 0: off)");
   AddTrustedStateFlags(opt, &f->options.eval);
   opt->add_option("--precision", f->precision,
                   "Precision policy every attempt is judged under: strict, tf32, bf16, fp16 or "

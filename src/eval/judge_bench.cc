@@ -43,7 +43,7 @@ struct Flags {
   std::string problem, backend = "cpp", candidate, json_out;
   int distinct = 5, warm = 3;
   double budget_ms = 2000;
-  double precision_target = 0.01;
+  double precision_target = 0.03;
   bool baselines = true;
 };
 

@@ -720,7 +720,7 @@ Status Supervisor::Timing() {
     int n = i + 1;
     // Per set (SetCoefficientOfVariation, base/stats.h; the Python worker's formula too).
     if (n >= plan.min_runs && (elapsed >= plan.budget_ms || SetCoefficientOfVariation(device_ms, used) <= plan.cv_target ||
-                               SetMedianPrecision(device_ms, used) <= plan.precision_target))
+                               (plan.precision_target > 0 && SetMedianPrecision(device_ms, used) <= plan.precision_target)))
       break;
     if (n >= 3 && elapsed >= 2 * plan.budget_ms) break;
   }
