@@ -1,5 +1,6 @@
 #include "report/line_diff.h"
 
+#include <cstdint>
 #include <algorithm>
 
 namespace kforge {

@@ -1,5 +1,6 @@
 #include "worker/timed_output.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
