@@ -13,6 +13,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "eval/compile_farm.h"
 #include "kforge/eval.h"
@@ -353,7 +354,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   f->options.backend = "pytorch";
   CLI::App* cmd = app.add_subcommand("bench", "Run a suite: judge a folder of candidates, optimize each problem, or time the PyTorch baselines");
   cmd->add_option("suite", f->suite, "A folder of problems, kernelbench-l1/-l2/-l3, kernelbench-l2-gemm, or bundled")->required();
-  cmd->add_option("--backend,-b", f->options.backend, "Backend the candidates are for (default pytorch; cuda, triton, cpp, opencl)");
+  cmd->add_option("--backend,-b", f->options.backend, "Backend the candidates are for: " + BackendNames() + " (default pytorch)");
   cmd->add_option("--candidates", f->candidates, "Folder with one candidate per problem (named after the problem, or <N>_*, or *problem_<N>_*)");
   cmd->add_flag("--skip-missing", f->skip_missing, "With --candidates: leave out problems without a candidate (else they count as not correct)");
   cmd->add_flag("--baselines-only", f->baselines_only, "Only run the references and time PyTorch eager and torch.compile");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/subprocess.h"
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
@@ -131,7 +132,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("eval", "Judge a candidate kernel against a problem");
   cmd->add_option("problem", f->problem, "Problem name (see `kforge problems`), folder or problem.toml");
   cmd->add_option("candidate", f->candidate, "Candidate source file, or `seed` for the problem's seed kernel");
-  cmd->add_option("--backend,-b", f->backends, "Backend: cpp, opencl or cuda (--all: several allowed)");
+  cmd->add_option("--backend,-b", f->backends, "Backend: " + BackendNames() + " (--all: several allowed)");
   cmd->add_option("--device", f->options.device, "Device index of the backend (see `kforge doctor`)");
   cmd->add_option("--size", f->sizes, "Override a size parameter: --size rows=64 (repeatable)");
   cmd->add_flag("--quick", f->options.quick, "Use the problem's quick (small) sizes");

@@ -6,6 +6,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "kforge/llm/session.h"
 #include "loop/forge.h"
@@ -31,6 +32,16 @@ struct LoopFlags {
 };
 
 Result<std::unique_ptr<RunStore>> OpenStore() { return RunStore::Open(WorkspaceDir() / "runs.db"); }
+
+// For commands that only read (runs, show): opening would create an empty store (and its
+// folder) wherever they were typed; say where none was found instead.
+Result<std::unique_ptr<RunStore>> OpenExistingStore() {
+  const fs::path db = WorkspaceDir() / "runs.db";
+  if (!fs::exists(db))
+    return Status::NotFound(fmt::format("no run store at {} (set KFORGE_WORKSPACE, or run in the folder holding .kforge/)",
+                                        db.string()));
+  return RunStore::Open(db);
+}
 
 // The model to use: --llm, else $KFORGE_LLM, else the config's default_model; empty = offline.
 std::string ChooseModel(const LoopFlags& f, const llm::LlmConfig& config) {
@@ -125,7 +136,11 @@ int RunLoop(LoopFlags& f, bool resume) {
 }
 
 int ListRuns() {
-  Result<std::unique_ptr<RunStore>> store = OpenStore();
+  Result<std::unique_ptr<RunStore>> store = OpenExistingStore();
+  if (!store.ok() && store.status().code() == StatusCode::kNotFound) {
+    fmt::print(stderr, "kforge runs: {}\n", store.status().message());
+    return kExitOk;  // no runs yet is an answer, not a failure
+  }
   if (!store.ok()) { fmt::print(stderr, "kforge runs: {}\n", store.status().message()); return kExitEnvironment; }
   Result<std::vector<RunRow>> runs = (*store)->ListRuns();
   if (!runs.ok()) { fmt::print(stderr, "kforge runs: {}\n", runs.status().message()); return kExitEnvironment; }
@@ -225,8 +240,11 @@ std::string PromptSizeLine(const json& call) {
 }
 
 int Show(const LoopFlags& f) {
-  Result<std::unique_ptr<RunStore>> store = OpenStore();
-  if (!store.ok()) { fmt::print(stderr, "kforge show: {}\n", store.status().message()); return kExitEnvironment; }
+  Result<std::unique_ptr<RunStore>> store = OpenExistingStore();
+  if (!store.ok()) {
+    fmt::print(stderr, "kforge show: {}\n", store.status().message());
+    return store.status().code() == StatusCode::kNotFound ? kExitUsage : kExitEnvironment;
+  }
   Result<RunRow> run = (*store)->GetRun(f.run_id);
   if (!run.ok()) { fmt::print(stderr, "kforge show: {}\n", run.status().message()); return kExitUsage; }
   if (f.attempt > 0) {
@@ -360,7 +378,7 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<LoopFlags>();
   CLI::App* opt = app.add_subcommand("optimize", "Forge a fast verified kernel for a problem (LLM agents, or the offline tuner)");
   opt->add_option("problem", f->options.problem, "Problem name, folder or problem.toml")->required();
-  opt->add_option("--backend,-b", f->options.backend, "Backend: cpp or opencl (default cpp)");
+  opt->add_option("--backend,-b", f->options.backend, "Backend: " + BackendNames() + " (default cpp)");
   opt->add_option("--llm", f->options.model, "Model, e.g. openai:gpt-5, anthropic:claude-opus-4-6, or a coding-agent CLI exec:NAME (docs/llm.md); none = offline");
   opt->add_option("--analyst-llm", f->options.analyst_model, "Model for the performance analyst (default: --llm)");
   opt->add_option("--llm-config", f->llm_config, "LLM config file (default $KFORGE_LLM_CONFIG)");
