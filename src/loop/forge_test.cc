@@ -359,6 +359,12 @@ ForgeOptions ConfirmingOptions(const std::string& model) {
   o.confirm_options.rounds = 3;
   o.confirm_options.budget_ms = 250;  // enough runs per job for the supervisor-clock gate
   o.confirm_options.min_runs = 10;
+  // The candidate is confirmed only when its single judgement measured it faster than the
+  // seed: with LoopOptions' 30 ms budget that judgement was 3 runs on a loaded machine (the
+  // 2x-budget stop), and in about one CI run in three the one-pass kernel did not measure
+  // faster than the two-pass seed, so nothing was confirmed.
+  o.eval.budget_ms = 200;
+  o.eval.min_runs = 10;
   return o;
 }
 
