@@ -62,17 +62,23 @@ inline double SetMedian(const std::vector<double>& xs, const std::vector<int>& s
   return sum / static_cast<double>(groups.size());
 }
 
+// The root mean square over the sets of `stat` of each set's runs.
+template <typename Stat>
+double RootMeanSquareBySet(const std::vector<std::vector<double>>& groups, Stat stat) {
+  double sq = 0;
+  for (const std::vector<double>& g : groups) {
+    const double v = stat(g);
+    sq += v * v;
+  }
+  return std::sqrt(sq / static_cast<double>(groups.size()));
+}
+
 // The root mean square of the sets' coefficients of variation (sets of one run count as 1: not
 // yet known); the stopping rule of both workers and the verdict's `cv`.
 inline double SetCoefficientOfVariation(const std::vector<double>& xs, const std::vector<int>& sets) {
   std::vector<std::vector<double>> groups = BySet(xs, sets);
   if (groups.empty() || xs.size() < 2) return 1.0;
-  double sq = 0;
-  for (const std::vector<double>& g : groups) {
-    const double cv = CoefficientOfVariation(g);
-    sq += cv * cv;
-  }
-  return std::sqrt(sq / static_cast<double>(groups.size()));
+  return RootMeanSquareBySet(groups, [](const std::vector<double>& g) { return CoefficientOfVariation(g); });
 }
 
 // How well `v`'s median is known: half the width of its 95% confidence interval over the median.
@@ -98,12 +104,7 @@ inline double MedianPrecision(std::vector<double> v) {
 inline double SetMedianPrecision(const std::vector<double>& xs, const std::vector<int>& sets) {
   std::vector<std::vector<double>> groups = BySet(xs, sets);
   if (groups.empty() || xs.empty()) return 1.0;
-  double sq = 0;
-  for (const std::vector<double>& g : groups) {
-    const double p = MedianPrecision(g);
-    sq += p * p;
-  }
-  return std::sqrt(sq / static_cast<double>(groups.size()));
+  return RootMeanSquareBySet(groups, [](const std::vector<double>& g) { return MedianPrecision(g); });
 }
 
 }  // namespace kforge

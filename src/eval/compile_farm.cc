@@ -55,26 +55,23 @@ void CompileFarm::Submit(const Problem& problem, const fs::path& candidate, cons
     const fs::path reference = problem.reference;
     builds.push_back([this, reference] { (void)Compile(runner_, *FindBackend("cpp"), reference, CompileKind::kReference); });
   }
+  // A kernel of `backend` (the seed, the candidate), for the judging device's architecture.
+  const int device = options.device;
+  auto kernel = [this, backend, device](const fs::path& file) {
+    return [this, backend, device, file] {
+      (void)Compile(runner_, *backend, file, CompileKind::kCandidate, BuildArch(runner_, *backend, device, nullptr));
+    };
+  };
   // The seed, which the judgement times as a baseline.
   auto seed = problem.seeds.find(backend->name);
-  if (options.baselines && !backend->python_hosted && seed != problem.seeds.end() && seed->second.extension() != ".py") {
-    const fs::path file = seed->second;
-    const int device = options.device;
-    builds.push_back([this, backend, file, device] {
-      (void)Compile(runner_, *backend, file, CompileKind::kCandidate, BuildArch(runner_, *backend, device, nullptr));
-    });
-  }
+  if (options.baselines && !backend->python_hosted && seed != problem.seeds.end() && seed->second.extension() != ".py")
+    builds.push_back(kernel(seed->second));
   if (!backend->python_hosted && candidate.extension() != ".py") {
     Result<std::string> source = ReadFile(candidate);
     // The judge reads and checks the source again: this is only to spare the compiler a
     // candidate it will refuse anyway.
-    if (source.ok() && (!options.static_check || StaticCheck(*source, backend->deny).empty())) {
-      const int device = options.device;
-      builds.push_back([this, backend, candidate, device] {
-        const std::string arch = BuildArch(runner_, *backend, device, nullptr);
-        (void)Compile(runner_, *backend, candidate, CompileKind::kCandidate, arch);
-      });
-    }
+    if (source.ok() && (!options.static_check || StaticCheck(*source, backend->deny).empty()))
+      builds.push_back(kernel(candidate));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -130,7 +130,7 @@ Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend
   std::string key = std::string(backend.name) + "-" + std::to_string(device);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  Result<nlohmann::json> probe = ProbeWorker(runner, backend.name);
+  Result<nlohmann::json> probe = ProbeWorkerOnce(runner, backend.name);
   const nlohmann::json j = probe.ok() ? *probe : nlohmann::json(nullptr);
   Result<std::string> arch = probe.ok() ? Result<std::string>(std::string()) : probe.status();
   if (probe.ok() && j.contains("error")) {

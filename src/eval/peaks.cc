@@ -2,8 +2,6 @@
 // (never cached: they cost an attribute query), the achievable ones measured by a
 // kforge-worker peaks job and cached per device fingerprint in <cache>/peaks/.
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include "base/files.h"
 #include "eval/worker_client.h"
@@ -15,35 +13,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 
-namespace {
-
-// The worker's probe of a device, once per process: starting a worker that opens the device
-// took 0.4 s per judgement on the H200 (a CUDA context), and what it reads (the device's
-// identity and theoretical peaks) does not change while kforge runs. Only the real sandbox's
-// probes are kept (a test's fake runner is asked every time), only successful ones, keyed by
-// the worker binary too.
-Result<json> ProbeOnce(ProcessRunner& runner, const std::string& backend, int device) {
-  if (!runner.IsSandbox()) return ProbeWorker(runner, backend, device);
-  static std::mutex mu;
-  static std::map<std::string, json> probes;
-  const std::string key = backend + "/" + std::to_string(device) + "/" + WorkerPath().string();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = probes.find(key); it != probes.end()) return it->second;
-  }
-  KF_ASSIGN_OR_RETURN(json probe, ProbeWorker(runner, backend, device));
-  if (!probe.contains("error") && probe.contains("theoretical_peaks")) {
-    std::lock_guard<std::mutex> lock(mu);
-    probes.emplace(key, probe);
-  }
-  return probe;
-}
-
-}  // namespace
-
 Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
                                    bool remeasure) {
-  KF_ASSIGN_OR_RETURN(json probe, ProbeOnce(runner, backend, device));
+  KF_ASSIGN_OR_RETURN(json probe, ProbeWorkerOnce(runner, backend, device));
   if (probe.contains("error")) return Status::Unavailable(probe["error"].get<std::string>());
   if (!probe.contains("theoretical_peaks"))
     return Status::Unavailable("the " + backend + " device reports no theoretical peaks: " +

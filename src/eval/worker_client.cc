@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -159,6 +160,23 @@ Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& bac
     return Status::Unavailable("probing backend " + backend + " failed: the worker " + r.Describe() + "\n" +
                                TailLines(r.err, 10, 2000));
   return j;
+}
+
+Result<nlohmann::json> ProbeWorkerOnce(ProcessRunner& runner, const std::string& backend, int device) {
+  if (!runner.IsSandbox()) return ProbeWorker(runner, backend, device);
+  static std::mutex mu;
+  static std::map<std::string, nlohmann::json> probes;
+  const std::string key = backend + "/" + std::to_string(device) + "/" + WorkerPath().string();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = probes.find(key); it != probes.end()) return it->second;
+  }
+  KF_ASSIGN_OR_RETURN(nlohmann::json probe, ProbeWorker(runner, backend, device));
+  if (!probe.contains("error")) {
+    std::lock_guard<std::mutex> lock(mu);
+    probes.emplace(key, probe);
+  }
+  return probe;
 }
 
 void Cleanup(const WorkerRun& run) {

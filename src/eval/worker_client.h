@@ -50,6 +50,11 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
 // that device) or {"backend", "error"}. A worker that fails or prints no JSON is an
 // Unavailable Status saying how it ended.
 Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& backend, int device = 0);
+// The same probe, once per process and device: what it reads (the device's identity, theoretical
+// peaks, architecture) does not change while kforge runs, and each probe opens the device (0.4 s
+// for a CUDA context on the H200). Only the real sandbox's successful probes are kept; a test's
+// fake runner is asked every time.
+Result<nlohmann::json> ProbeWorkerOnce(ProcessRunner& runner, const std::string& backend, int device = 0);
 
 // Runs a prepared worker (kforge-worker or the Python worker) whose job folder is `dir`, then
 // reads what it left: the last progress stage from stderr and result.json, possibly partial,

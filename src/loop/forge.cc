@@ -263,8 +263,8 @@ json AttemptSeconds(const Verdict& v, double evaluate, double queue) {
   double check = 0, time = 0;
   for (const auto& [phase, ms] : v.worker_phases.items()) {
     if (!ms.is_number()) continue;
-    if (phase == "checks" || phase == "check") check += ms.get<double>() / 1000;
-    if (phase == "timing" || phase == "timed runs") time += ms.get<double>() / 1000;
+    if (phase == "checks") check += ms.get<double>() / 1000;
+    if (phase == "timing") time += ms.get<double>() / 1000;
   }
   // A Python candidate's job has no worker phases: its stages say the same (its inline and
   // Triton builds happen as it loads).

@@ -2,27 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "report/page_test_util.h"
 #include "report/report_assets.h"
 
 namespace kforge {
 namespace {
 
 using nlohmann::json;
-
-// The text between <script type="application/json" id="kforge-data"> and its </script>.
-std::string EmbeddedData(const std::string& html) {
-  const std::string open = "<script type=\"application/json\" id=\"kforge-data\">";
-  size_t begin = html.find(open);
-  if (begin == std::string::npos) return "";
-  begin += open.size();
-  return html.substr(begin, html.find("</script>", begin) - begin);
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 TEST(HtmlEscapeTest, GivenMarkupCharactersItReturnsCharacterReferences) {
   EXPECT_EQ(HtmlEscape("a < b && c > \"d\" 'e'"),

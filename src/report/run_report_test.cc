@@ -5,6 +5,7 @@
 #include "base/files.h"
 #include "report/attempt_html.h"
 #include "report/bench_html.h"
+#include "report/page_test_util.h"
 #include "report/html.h"
 
 namespace kforge {
@@ -16,20 +17,6 @@ const char kHostile[] = "</script><script>alert('pwned')</script><img src=x oner
 
 // Stand-ins for the libraries: the tests check the page, not Chart.js.
 ReportAssets FakeAssets() { return {"/*chart.js*/", "/*highlight.js*/", "/*github.css*/"}; }
-
-std::string EmbeddedData(const std::string& html) {
-  const std::string open = "<script type=\"application/json\" id=\"kforge-data\">";
-  size_t begin = html.find(open);
-  if (begin == std::string::npos) return "";
-  begin += open.size();
-  return html.substr(begin, html.find("</script>", begin) - begin);
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 json Verdict(const std::string& status, double ms) {
   json v = {{"status", status},

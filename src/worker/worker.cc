@@ -187,16 +187,16 @@ class InputFiles {
       drawn_.resize(drawn.bytes());
       GenerateBytesInto(drawn, t.gen->dist, t.gen->key, *t.draw_seed, magnitude, drawn_.data());
       if (drawn.dtype == t.shape.dtype) {
-        zeros_.swap(drawn_);
+        made_.swap(drawn_);
       } else {
-        zeros_.resize(t.shape.bytes());
-        ToDouble(drawn.dtype, drawn_.data(), static_cast<size_t>(drawn.numel()), reinterpret_cast<double*>(zeros_.data()));
+        made_.resize(t.shape.bytes());
+        ToDouble(drawn.dtype, drawn_.data(), static_cast<size_t>(drawn.numel()), reinterpret_cast<double*>(made_.data()));
       }
-      return Bytes{&zeros_, HashHex(zeros_)};
+      return Bytes{&made_, HashHex(made_)};
     }
     if (t.file.empty()) {
-      zeros_.assign(t.shape.bytes(), '\0');
-      return Bytes{&zeros_, HashHex(zeros_)};
+      made_.assign(t.shape.bytes(), '\0');
+      return Bytes{&made_, HashHex(made_)};
     }
     Entry& e = held_[t.file];
     if (e.hash.empty()) {
@@ -220,7 +220,7 @@ class InputFiles {
   std::map<std::string, int> uses_;
   std::map<std::string, Entry> held_;
   Entry last_;
-  std::string zeros_, drawn_;
+  std::string made_, drawn_;  // an input made here (zeros, or drawn and widened); a draw before widening
 };
 
 std::vector<int> AllSets(const Job& job) {
