@@ -1078,6 +1078,9 @@ json Evaluation::PythonTimingPlan(size_t sets) const {
 
 json Evaluation::PythonJob(const std::string& mode) const {
   json job = {{"mode", mode}, {"device", torch_device_}, {"sets", json::array()}};
+  // How many timed runs come back for a reference check: the caller's --timed-checks for a
+  // candidate; none for the problem's own code (a reference or a baseline).
+  job["timed_checks"] = mode == "candidate" ? std::max(options_.timed_checks, 0) : 0;
   if (pytorch_) {
     job["problem"] = {{"kind", "kernelbench"}, {"module", "problem.py"}};
     job["sets"] = py_sets_;
@@ -1516,7 +1519,6 @@ Status Evaluation::PyTorchBaselines() {
     json job = PythonJob("baseline");
     job["baseline"] = kind;
     job["timing"] = PythonTimingPlan(trials_.size());
-    job["timed_checks"] = 0;  // the baselines are the problem's own model
     job["lock_file"] = PythonLockFile();
     job.erase("interpret");
     PythonJobFiles files;

@@ -580,6 +580,29 @@ TEST_F(PyTorchTest, GivenATritonKfRunReplayingNudgedOutputsTheRegeneratedReferen
   EXPECT_TRUE(v->trials.back().contains("timed_run")) << v->trials.back().dump();
 }
 
+TEST_F(PyTorchTest, GivenTimedChecksTheTritonWorkerSendsBackThatManyTimedRunsForTheReferenceCheck) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  // --timed-checks reaches the Python worker: the reservoir kept 3 whatever was asked, so an
+  // exploit that skipped every other timed call passed when all 3 samples fell on honest calls.
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const fs::path honest = Twin(kData / "exploits_triton" / "skip_stale.py");
+  EvalOptions o = Options("triton");
+  o.static_check = false;
+  o.min_runs = o.max_runs = 8;
+  o.budget_ms = 1000;
+  for (int asked : {1000, 2, 0}) {
+    o.timed_checks = asked;
+    Result<Verdict> v = Evaluate(*p, honest, o, *runner_);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    ASSERT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+    ASSERT_TRUE(v->timing);
+    ASSERT_EQ(v->timing->runs, 8);
+    const size_t want = static_cast<size_t>(std::min(asked, 8));
+    EXPECT_EQ(v->fingerprint.value("timed_runs_checked", nlohmann::json::array()).size(), want) << "asked " << asked << ": " << v->fingerprint.dump();
+  }
+}
+
 TEST_F(PyTorchTest, GivenATritonModelNewOnAKernelBenchProblemTheInterpreterJudgesIt) {
   if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
   Result<Problem> p = LoadProblem(kGemm);
