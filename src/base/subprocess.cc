@@ -882,6 +882,13 @@ std::string SignalHint(const ProcessResult& r) {
   if (r.signal == SIGXFSZ) {
     return fmt::format(": file size limit of {} reached", FormatBytes(limits.file_size_bytes));
   }
+  // kforge's own kills end as kTimedOut or kOutputFlood; a SIGKILL otherwise came from outside,
+  // most often the kernel's out-of-memory killer.
+  if (r.signal == SIGKILL) {
+    return fmt::format(" from outside kforge (the kernel's out-of-memory killer does this when the machine runs out of "
+                       "memory; peak resident memory {}): use less memory, or run fewer jobs at once",
+                       FormatBytes(static_cast<uint64_t>(std::max<int64_t>(r.max_rss_kb, 0)) * 1024));
+  }
   return "";
 }
 

@@ -294,6 +294,16 @@ TEST_F(SandboxTest, GivenAHangItKillsTheChildAtTheWallClockLimit) {
   EXPECT_EQ(r.Describe(), "timed out after 1.0 s");
 }
 
+TEST_F(SandboxTest, GivenASigkillFromOutsideTheDescriptionPointsAtTheOutOfMemoryKiller) {
+  // The kernel's OOM killer sends SIGKILL; kforge's own kills are timeouts and floods.
+  ProcessResult r = Run(Spec({"sh", "-c", "kill -9 $$"}));
+  ASSERT_EQ(r.end, End::kSignaled) << r.Describe();
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_NE(r.Describe().find("from outside kforge"), std::string::npos) << r.Describe();
+  EXPECT_NE(r.Describe().find("out-of-memory killer"), std::string::npos) << r.Describe();
+  EXPECT_NE(r.Describe().find("peak resident memory"), std::string::npos) << r.Describe();
+}
+
 TEST_F(SandboxTest, GivenACpuSpinItIsEndedByTheCpuLimit) {
   ProcessSpec spec = Spec({kHelper, "spin"});
   spec.limits.cpu_seconds = 1;

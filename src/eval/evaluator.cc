@@ -135,7 +135,6 @@ class Evaluation {
   std::optional<TrustedState::Baselines> KeptBaselines(const json& fields);
   void KeepBaselines(const json& fields, const std::map<std::string, TimingStats>& measured);
   TimingPlan PlanTiming(size_t sets) const;
-  bool CheckTimedSamples(const WorkerRun& run);
   Result<std::vector<std::vector<std::vector<double>>>> RegeneratedReferences(const json& samples);
   bool CompareTimedSamples(const WorkerRun& run, const json& samples,
                            const std::vector<std::vector<std::vector<double>>>& refs, bool fresh);
@@ -143,7 +142,7 @@ class Evaluation {
   bool ProcessEnded(const WorkerRun& run);
   void KernelBuildFailed(const json& build);
   bool CheckTrials(const WorkerRun& run);
-  bool CheckTiming(const WorkerRun& run);
+  Result<bool> CheckTiming(const WorkerRun& run);
   bool CheckPrecision(const WorkerRun& run);
   Status SpeedOfLight();
   void KernelAccountingGate();
@@ -166,7 +165,7 @@ class Evaluation {
   Result<bool> RunPythonCandidate();
   Result<bool> CheckPythonTiming(const WorkerRun& run);
   bool CheckPythonClocks(const PythonTiming& t);
-  Result<bool> CheckTimedSamples(const WorkerRun& run, const json& samples);
+  Result<bool> CheckTimedSamples(const WorkerRun& run, const json& samples, bool fresh);
   Result<std::vector<std::vector<std::vector<double>>>> PythonTimedReferences(const json& samples);
   void StartStandbyReference();
   Status PyTorchBaselines();
@@ -630,33 +629,6 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
   return true;
 }
 
-// The sampled timed runs: each output against a trusted reference for that run's inputs,
-// regenerated here from the seed the worker's supervisor drew.
-bool Evaluation::CheckTimedSamples(const WorkerRun& run) {
-  const json& tj = run.result["timing"];
-  const json samples = tj.value("samples", json::array());
-  if (samples.empty()) return true;
-  bool fresh = tj.value("fresh_inputs", false);
-  std::vector<std::vector<std::vector<double>>> refs;
-  for (const json& s : samples) {
-    int set = s.at("set").get<int>();
-    if (set < 0 || set >= static_cast<int>(trials_.size())) {
-      Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
-      return false;
-    }
-    if (!fresh) refs.push_back(trials_[set].reference);
-  }
-  if (fresh) {
-    Result<std::vector<std::vector<std::vector<double>>>> r = RegeneratedReferences(samples);
-    if (!r.ok()) {
-      Finish(VerdictStatus::kRuntimeError, r.status().message());
-      return false;
-    }
-    refs = std::move(*r);
-  }
-  return CompareTimedSamples(run, samples, refs, fresh);
-}
-
 // References for sampled timed runs of a kforge problem, from either worker: each run's inputs
 // regenerated from its seed (GenerateInputs, the generator both workers draw with; the set's
 // sizes and magnitude are the orchestrator's own) and run through the problem's C++ reference.
@@ -718,7 +690,7 @@ bool Evaluation::CompareTimedSamples(const WorkerRun& run, const json& samples,
   return true;
 }
 
-bool Evaluation::CheckTiming(const WorkerRun& run) {
+Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
   const json& tj = run.result["timing"];
   TimingStats stats = TimingFromWorker(tj);
   verdict_.timing = stats;
@@ -727,7 +699,8 @@ bool Evaluation::CheckTiming(const WorkerRun& run) {
     Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
     return false;
   }
-  if (!CheckTimedSamples(run)) return false;
+  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array()), tj.value("fresh_inputs", false)));
+  if (!samples_ok) return false;
   if (tj.contains("input_hashes_after") && tj["input_hashes_after"] != tj["input_hashes_before"]) {
     Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
     return false;
@@ -844,8 +817,13 @@ Result<bool> Evaluation::RunCandidate() {
   auto t_compare = std::chrono::steady_clock::now();
   bool checks_done = run->result.contains("checks") && run->result["checks"].size() == trials_.size();
   bool ok = checks_done ? CheckTrials(*run) && ProcessEnded(*run) : ProcessEnded(*run) && CheckTrials(*run);
-  ok = ok && CheckPrecision(*run) && (!options_.timing || CheckTiming(*run));
+  ok = ok && CheckPrecision(*run);
+  // A reference that fails on the timed runs' inputs is an error of the evaluation, not a
+  // verdict on the candidate.
+  Result<bool> timed = ok && options_.timing ? CheckTiming(*run) : Result<bool>(ok);
   Cleanup(*run);
+  if (!timed.ok()) return timed.status();
+  ok = *timed;
   // The outputs read back and compared, the job's folder removed (timed_reference, inside it,
   // is its own stage).
   Stage("compare", t_compare);
@@ -1377,7 +1355,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
     Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
     return false;
   }
-  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array())));
+  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array()), tj.value("fresh_inputs", false)));
   if (!samples_ok) return false;
   if (tj["input_hashes_after"] != tj["input_hashes_before"]) {
     Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
@@ -1429,9 +1407,22 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
 // with GenerateInputs and the problem's C++ reference (kforge problems: the child drew them with
 // the same generator, python/kforge_inputs.py). A job without seeds (its sets carried no
 // generators) reused the check inputs: then its set's check reference.
-Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& samples) {
+// The sampled timed runs (either worker): each output against a trusted reference for that
+// run's inputs, regenerated from the seed the worker's supervisor drew (fresh inputs), else the
+// reference of the check set it reused.
+Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& samples, bool fresh) {
   if (samples.empty()) return true;
-  const bool fresh = !samples[0].value("seed", json()).is_null();
+  for (const json& s : samples) {
+    const json& set = s.value("set", json());
+    if (!set.is_number_integer() || set.get<int64_t>() < 0 || set.get<int64_t>() >= static_cast<int64_t>(trials_.size())) {
+      Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
+      return false;
+    }
+    if (fresh && !s.value("seed", json()).is_number_unsigned() && !s.value("seed", json()).is_number_integer()) {
+      Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run with fresh inputs but no seed");
+      return false;
+    }
+  }
   std::vector<std::vector<std::vector<double>>> refs;
   if (fresh && pytorch_) {
     KF_ASSIGN_OR_RETURN(refs, PythonTimedReferences(samples));

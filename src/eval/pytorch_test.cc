@@ -14,6 +14,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "eval/fault_runner.h"
 #include "eval/python_worker.h"
 #include "kforge/eval.h"
 
@@ -600,6 +601,25 @@ TEST_F(PyTorchTest, GivenTimedChecksTheTritonWorkerSendsBackThatManyTimedRunsFor
     ASSERT_EQ(v->timing->runs, 8);
     const size_t want = static_cast<size_t>(std::min(asked, 8));
     EXPECT_EQ(v->fingerprint.value("timed_runs_checked", nlohmann::json::array()).size(), want) << "asked " << asked << ": " << v->fingerprint.dump();
+  }
+}
+
+TEST_F(PyTorchTest, GivenAPythonCandidateJobThatDidNotEndCleanlyItsCompleteReportIsNotTrusted) {
+  // The Python worker's report, like kforge-worker's (fault_test.cc), counts only from a process
+  // that exited cleanly: faults injected after the job ran to its end (eval/fault_runner.h).
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  struct Case { Fault fault; VerdictStatus status; const char* words; };
+  for (const Case& c : {Case{Fault::kTimeout, VerdictStatus::kTimeout, "timed out after"},
+                        Case{Fault::kCrash, VerdictStatus::kRuntimeError, "SIGSEGV"},
+                        Case{Fault::kOutOfMemory, VerdictStatus::kRuntimeError, "out-of-memory killer"}}) {
+    FaultInjectingRunner runner(*runner_, c.fault, "candidate", 1, FaultWhen::kAfterRun);
+    Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_torch_ops.py", o, runner);
+    ASSERT_TRUE(v.ok()) << FaultName(c.fault) << ": " << v.status().ToString();
+    EXPECT_EQ(runner.injected(), 1) << FaultName(c.fault);
+    EXPECT_EQ(v->status, c.status) << FaultName(c.fault) << ": " << v->message;
+    EXPECT_NE(v->message.find(c.words), std::string::npos) << FaultName(c.fault) << ": " << v->message;
   }
 }
 

@@ -1,0 +1,145 @@
+// What the judge concludes when a process fails the way processes fail in production (issue 11
+// item 5): a worker or compiler that times out, crashes, is killed by the out-of-memory killer,
+// cannot start or floods its output. Each comes from FaultInjectingRunner, before the process
+// runs or after it ran to its end with a complete report; the judge must answer with a verdict
+// that names what happened (never `correct`, never an exception), or, for the problem's own
+// reference, an error that names the reference.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "eval/fault_runner.h"
+#include "kforge/eval.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kData = KFORGE_EVAL_TESTDATA;
+
+struct Expected {
+  Fault fault;
+  VerdictStatus status;
+  const char* words;  // in the verdict's message
+};
+
+const Expected kFaults[] = {
+    {Fault::kTimeout, VerdictStatus::kTimeout, "timed out after"},
+    {Fault::kCrash, VerdictStatus::kRuntimeError, "SIGSEGV"},
+    {Fault::kOutOfMemory, VerdictStatus::kRuntimeError, "out-of-memory killer"},
+    {Fault::kStartFailure, VerdictStatus::kRuntimeError, "could not start"},
+    {Fault::kOutputFlood, VerdictStatus::kRuntimeError, "flooded its output"},
+};
+
+class FaultTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    static std::string dir = MakeScratchDir("faulttest-cache").value().string();
+    chmod(dir.c_str(), 0755);
+    setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
+    setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
+  }
+  EvalOptions Options() const {
+    EvalOptions o;
+    o.budget_ms = 30;
+    o.min_runs = 3;
+    o.max_runs = 10;
+    o.timeout_seconds = 20;
+    o.baselines = false;
+    o.trusted_state = trusted_state_;
+    return o;
+  }
+  Result<Verdict> Judge(ProcessRunner& runner, const fs::path& candidate = kData / "scale" / "good.cc") {
+    Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (!p.ok()) return p.status();
+    return Evaluate(*p, candidate, Options(), runner);
+  }
+  std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
+  bool trusted_state_ = true;
+};
+
+TEST_F(FaultTest, TheFaultRunnerTellsCompilesReferencesAndCandidatesApart) {
+  FaultInjectingRunner counting(*real_, Fault::kCrash, "candidate", /*nth=*/1000);
+  Result<Verdict> v = Judge(counting);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+  EXPECT_EQ(counting.seen(), 1);  // one candidate job (checks and timing in one process)
+  EXPECT_EQ(counting.injected(), 0);
+}
+
+TEST_F(FaultTest, GivenACandidateJobThatFailsBeforeItRunsTheVerdictNamesTheFault) {
+  for (const Expected& e : kFaults) {
+    FaultInjectingRunner runner(*real_, e.fault, "candidate");
+    Result<Verdict> v = Judge(runner);
+    ASSERT_TRUE(v.ok()) << FaultName(e.fault) << ": " << v.status().ToString();
+    EXPECT_EQ(runner.injected(), 1) << FaultName(e.fault);
+    EXPECT_EQ(v->status, e.status) << FaultName(e.fault) << ": " << v->message;
+    EXPECT_NE(v->message.find(e.words), std::string::npos) << FaultName(e.fault) << ": " << v->message;
+  }
+}
+
+TEST_F(FaultTest, GivenACandidateJobWithACompleteReportThatDidNotEndCleanlyTheReportIsNotTrusted) {
+  // The worker wrote every check and every timed run, then was killed: the report may be
+  // anything a half-finished process left, so the verdict is the fault, not `correct`.
+  for (const Expected& e : kFaults) {
+    if (e.fault == Fault::kStartFailure) continue;  // a process that never started wrote nothing
+    FaultInjectingRunner runner(*real_, e.fault, "candidate", 1, FaultWhen::kAfterRun);
+    Result<Verdict> v = Judge(runner);
+    ASSERT_TRUE(v.ok()) << FaultName(e.fault) << ": " << v.status().ToString();
+    EXPECT_EQ(runner.injected(), 1) << FaultName(e.fault);
+    EXPECT_EQ(v->status, e.status) << FaultName(e.fault) << ": " << v->message;
+    EXPECT_NE(v->message.find(e.words), std::string::npos) << FaultName(e.fault) << ": " << v->message;
+  }
+}
+
+TEST_F(FaultTest, GivenAReferenceJobThatFailsTheEvaluationFailsNamingTheReferenceNotTheCandidate) {
+  // The problem's own reference failing is not the candidate's doing: no verdict is made up.
+  // Without kept references the first reference job computes the check trials' references, the
+  // second those of the sampled timed runs (regenerated from their seeds).
+  trusted_state_ = false;
+  for (int nth : {1, 2}) {
+    for (const Expected& e : kFaults) {
+      FaultInjectingRunner runner(*real_, e.fault, "reference", nth);
+      Result<Verdict> v = Judge(runner);
+      EXPECT_EQ(runner.injected(), 1) << FaultName(e.fault);
+      ASSERT_FALSE(v.ok()) << FaultName(e.fault) << ", reference job " << nth << ": " << VerdictStatusName(v->status) << " " << v->message;
+      EXPECT_NE(v.status().message().find("the reference of problem 'scale' failed on " +
+                                          std::string(nth == 1 ? "the check trials" : "the sampled timed runs")),
+                std::string::npos)
+          << v.status().ToString();
+    }
+  }
+}
+
+TEST_F(FaultTest, GivenACompilerThatTimesOutTheVerdictSaysSoAndALaterJudgementCompilesAgain) {
+  // A compiler killed by the clock says nothing about the source: it is not remembered as the
+  // compiler's refusal (eval/compile_farm.h), and the same source compiles on the next try.
+  const std::string marker = "fault-test-" + std::to_string(::getpid());
+  Result<std::string> good = ReadFile(kData / "scale" / "good.cc");
+  ASSERT_TRUE(good.ok());
+  const fs::path candidate = MakeScratchDir("faulttest-src").value() / "unique.cc";
+  ASSERT_TRUE(WriteFileAtomic(candidate, *good + "\n// " + marker + "\n").ok());
+  FaultInjectingRunner runner(*real_, Fault::kTimeout, "compile");
+  runner.set_filter([&](const ProcessSpec& spec) {
+    Result<std::string> source = ReadFile(spec.cwd / "candidate.cc");
+    return source.ok() && source->find(marker) != std::string::npos;
+  });
+  Result<Verdict> v = Judge(runner, candidate);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(runner.injected(), 1);
+  EXPECT_EQ(v->status, VerdictStatus::kCompileError) << v->message;
+  EXPECT_NE(v->compiler_output.find("timed out"), std::string::npos) << v->compiler_output;
+  Result<Verdict> again = Judge(*real_, candidate);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->status, VerdictStatus::kCorrect) << again->message;
+}
+
+}  // namespace
+}  // namespace kforge
