@@ -62,6 +62,9 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   Judgement j;
   j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   j.status = VerdictStatusName(v.status);
+  // A verdict other than correct says which gate and why: a benchmark of an honest candidate
+  // that is not judged correct is measuring something else.
+  if (!v.correct()) j.status += " [" + (v.gate.empty() ? std::string("-") : v.gate) + "] " + v.message.substr(0, 240);
   j.stages = v.stages;
   j.phases = v.worker_phases;
   if (v.timing) j.runs = v.timing->runs, j.median_precision = v.timing->median_precision;
