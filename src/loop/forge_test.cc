@@ -41,6 +41,7 @@
 #include "agent/prompt_template.h"
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "eval/fault_runner.h"
 #include "eval/python_worker.h"
 #include "kforge/llm/config.h"
 #include "kforge/llm/pricing.h"
@@ -898,7 +899,8 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   // Both samples went to the compile farm before either was judged; on the CPU the judging
   // waited for the builds (a "build" stage). Each attempt says where its time went.
   bool built_ahead = false;
-  for (const StageRow& st : w.store->Stages(s->run_id).value()) built_ahead |= st.stage == "build" && st.attempt == -1;
+  const std::vector<StageRow> stages = w.store->Stages(s->run_id).value();  // not a reference into a temporary
+  for (const StageRow& st : stages) built_ahead |= st.stage == "build" && st.attempt == -1;
   EXPECT_TRUE(built_ahead);
   for (const AttemptRow& a : attempts) {
     json secs = json::parse(a.seconds_json);
@@ -1236,6 +1238,48 @@ TEST_F(ForgeLoopTest, GivenAnEnvironmentErrorTheRunIsMarkedFailedAndResumeFinish
   Result<RunRow> run = w.store->GetRun(runs->front().id);
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->status, "done");
+}
+
+// Faults of processes (eval/fault_runner.h): a candidate's worker killed by the OOM killer is
+// that attempt's verdict and the run goes on; the reference's worker killed is no verdict at
+// all: the run fails naming the reference, and resume judges the attempt again.
+TEST_F(ForgeLoopTest, GivenAWorkerKilledFromOutsideTheCandidatesIsItsVerdictAndTheReferencesFailsTheRunUntilResumed) {
+  Workspace w("faults");
+  ForgeOptions o = LoopOptions("");
+  o.max_evaluations = 3;
+  o.eval.trusted_state = false;  // every judgement runs its reference job
+  {
+    FaultInjectingRunner runner(*w.runner, Fault::kOutOfMemory, "candidate", /*nth=*/2);
+    ForgeDeps deps{w.store.get(), &runner, nullptr, nullptr, w.progress.get(), w.dir / "runs"};
+    Result<ForgeSummary> s = StartRun(o, deps);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(runner.injected(), 1);
+    std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+    ASSERT_EQ(attempts.size(), 3u);
+    EXPECT_EQ(attempts[0].status, "correct");
+    EXPECT_EQ(attempts[1].status, "runtime_error");
+    EXPECT_TRUE(Contains(attempts[1].verdict_json, "out-of-memory killer")) << attempts[1].verdict_json;
+    EXPECT_EQ(attempts[2].status, "correct");
+  }
+  {
+    FaultInjectingRunner runner(*w.runner, Fault::kOutOfMemory, "reference", /*nth=*/2);
+    ForgeDeps deps{w.store.get(), &runner, nullptr, nullptr, w.progress.get(), w.dir / "runs"};
+    Result<ForgeSummary> s = StartRun(o, deps);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(runner.injected(), 1);
+    EXPECT_TRUE(Contains(s.status().message(), "the reference of problem")) << s.status().ToString();
+    Result<std::vector<RunRow>> runs = w.store->ListRuns();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 2u);
+    const RunRow& failed = runs->front().id > runs->back().id ? runs->front() : runs->back();
+    EXPECT_EQ(failed.status, "failed");
+    for (const AttemptRow& a : Attempts(*w.store, failed.id)) EXPECT_NE(a.status, "runtime_error") << a.number;
+    ForgeDeps real = w.Deps(nullptr, nullptr);
+    Result<ForgeSummary> resumed = ResumeRun(failed.id, real);
+    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+    EXPECT_EQ(resumed->status, "done");
+    EXPECT_EQ(resumed->attempts, 3);
+  }
 }
 
 // Offline: kill -9 during the tuner's search, then resume; no configuration is evaluated twice
