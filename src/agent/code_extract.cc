@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backend/registry.h"
+
 namespace kforge {
 
 namespace {
@@ -12,10 +14,9 @@ std::string Lower(std::string s) {
   return s;
 }
 
-bool IsHostLang(const std::string& lang) {
-  return lang == "cpp" || lang == "c++" || lang == "cc" || lang == "cxx" || lang == "c" || lang == "cuda";
+bool Among(const std::string& lang, const std::vector<std::string>& words) {
+  return std::find(words.begin(), words.end(), lang) != words.end();
 }
-bool IsClLang(const std::string& lang) { return lang == "opencl" || lang == "cl" || lang == "ocl"; }
 
 void ParseInfo(const std::string& info, CodeBlock* b) {
   std::istringstream in(info);
@@ -79,41 +80,36 @@ std::vector<CodeBlock> ExtractCodeBlocks(const std::string& answer) {
   return blocks;
 }
 
-bool IsPythonLang(const std::string& lang) { return lang == "python" || lang == "py" || lang == "python3"; }
-
+// The backend's spec (backend/registry.h) names the info-string words of its main file's block
+// and of its sibling kernel source's; an untagged block counts as the main file.
 Result<ExtractedCandidate> ExtractCandidate(const std::string& answer, const std::string& backend) {
+  const BackendSpec* spec = FindBackend(backend);
+  if (!spec) return Status::InvalidArgument("unknown backend '" + backend + "'; known: " + BackendNames());
   std::vector<CodeBlock> blocks = ExtractCodeBlocks(answer);
   ExtractedCandidate c;
-  if (backend == "triton" || backend == "pytorch") {  // Python candidates: one ```python block
-    const CodeBlock* py = nullptr;
-    for (const CodeBlock& b : blocks) {
-      if (!py && (IsPythonLang(b.lang) || b.lang.empty())) py = &b;
-      if (!b.closed) c.truncated = true;
-    }
-    if (!py) {
-      if (c.truncated) return c;
-      return Status::InvalidArgument("no ```python code block found in the answer; answer with the whole module in one fenced block");
-    }
-    c.main = py->code;
-    return c;
-  }
-  const CodeBlock* host = nullptr;
-  const CodeBlock* cl = nullptr;
+  const std::string main_lang = spec->code_languages.empty() ? "" : spec->code_languages[0];
+  const std::string sibling = spec->sibling_extension;
+  const CodeBlock* main = nullptr;
+  const CodeBlock* program = nullptr;
   for (const CodeBlock& b : blocks) {
-    bool is_cl = IsClLang(b.lang) || (b.filename.size() > 3 && b.filename.substr(b.filename.size() - 3) == ".cl");
-    if (is_cl && !cl) cl = &b;
-    else if (!is_cl && (IsHostLang(b.lang) || b.lang.empty()) && !host) host = &b;
+    const bool is_program = spec->sibling_program_source &&
+                            (Among(b.lang, spec->sibling_code_languages) || (!sibling.empty() && b.filename.ends_with(sibling)));
+    if (is_program && !program) program = &b;
+    else if (!is_program && (Among(b.lang, spec->code_languages) || b.lang.empty()) && !main) main = &b;
     if (!b.closed) c.truncated = true;
   }
-  if (!host) {
-    if (c.truncated) return c;  // cut off before any host code: ask again
-    return Status::InvalidArgument("no ```cpp code block found in the answer; answer with the complete source in fenced code blocks");
+  if (!main) {
+    if (c.truncated) return c;  // cut off before the main file: ask again
+    return Status::InvalidArgument("no ```" + main_lang + " code block found in the answer; answer with the " +
+                                   (spec->python_hosted ? "whole module in one fenced block" : "complete source in fenced code blocks"));
   }
-  c.main = host->code;
-  if (backend == "opencl") {
-    if (cl) c.program = cl->code;
+  c.main = main->code;
+  if (spec->sibling_program_source) {
+    const std::string program_lang = spec->sibling_code_languages.empty() ? sibling : spec->sibling_code_languages[0];
+    if (program) c.program = program->code;
     else if (c.main.find("__kernel") == std::string::npos && c.main.find("kernel void") == std::string::npos && !c.truncated)
-      return Status::InvalidArgument("no ```opencl block with the kernels found; send the host launcher in a ```cpp block and the kernels in an ```opencl block");
+      return Status::InvalidArgument("no ```" + program_lang + " block with the kernels found; send the host launcher in a ```" +
+                                     main_lang + " block and the kernels in an ```" + program_lang + " block");
   }
   return c;
 }

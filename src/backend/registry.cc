@@ -1,22 +1,12 @@
 #include "backend/registry.h"
 
-#include "backend/cpp/cpp_device.h"
-#include "backend/cuda/cuda_device.h"
-#include "backend/cuda/ptxas_report.h"
-#include "backend/opencl/opencl_device.h"
+#include <filesystem>
 
 namespace kforge {
 
-namespace {
-
-Result<std::unique_ptr<Device>> OpenCpp(int index) {
-  if (index != 0) return Status::NotFound("the cpp backend has one device, 0 (the host CPU)");
-  return NewCppDevice();
-}
-
-Result<std::vector<std::string>> ListCpp() {
-  return std::vector<std::string>{HostCpuFingerprint()["name"].get<std::string>() + " (host)"};
-}
+#define KFORGE_BACKEND(spec) BackendSpec spec();
+#include "backend/backends.inc"
+#undef KFORGE_BACKEND
 
 // Rules every host-side candidate shares: no threads beyond OpenMP, no processes, no clocks,
 // no dynamic loading, no signals, no I/O beyond what the ABI gives.
@@ -31,71 +21,6 @@ std::vector<DenyRule> HostRules() {
       {R"(\b(getenv|setenv|putenv)\s*\()", "reads or changes the environment"},
   };
 }
-
-std::vector<DenyRule> OpenClRules() {
-  std::vector<DenyRule> r = HostRules();
-  r.push_back({R"(\bclCreateCommandQueue\w*\b)", "creates its own command queue (use args->queue)"});
-  r.push_back({R"(\bclCreateContext\w*\b)", "creates its own context (use args->context)"});
-  r.push_back({R"(\bclCreate(SubDevices|UserEvent)\b)", "creates devices or user events"});
-  r.push_back({R"(\bclBuildProgram\b|\bclCompileProgram\b|\bclLinkProgram\b)",
-               "builds programs itself (use args->kernel so options are recorded)"});
-  return r;
-}
-
-// CUDA candidates: the host rules, plus everything that escapes args->stream or the timer,
-// allocates behind kforge's back, calls vendor libraries, or loosens precision.
-std::vector<DenyRule> CudaRules() {
-  std::vector<DenyRule> r = HostRules();
-  r.push_back({R"(\b(cudaStreamCreate\w*|cuStreamCreate\w*|cudaStreamPerThread|cudaStreamLegacy|cudaStreamDestroy)\b)",
-               "creates or names its own streams (launch on args->stream)"});
-  r.push_back({R"(\b(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaThreadSynchronize|cuCtxSynchronize)\b)",
-               "synchronises the device itself (kforge synchronises after the call)"});
-  r.push_back({R"(\b(cudaEvent\w+|cuEvent\w+|clock64|clock|globaltimer\w*|__nanosleep)\b|%globaltimer|%clock)",
-               "reads GPU clocks or timers (events, clock64, %globaltimer)"});
-  r.push_back({R"(\b(cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|cudaCtx\w*|cuCtx\w*|cudaSetDevice|cudaDeviceReset|cudaStreamSetAttribute|cuStreamSetAttribute|cudaSetDeviceFlags)\b)",
-               "changes device, context or stream settings (limits, persisting L2, access windows)"});
-  r.push_back({R"(\b(cudaMalloc\w*|cuMemAlloc\w*|cudaHostAlloc|cudaMallocHost|cudaFree\w*|cudaMemPool\w*|cuMemCreate|cudaMallocManaged)\b)",
-               "allocates memory itself (export kf_cuda_scratch_bytes and use args->scratch)"});
-  r.push_back({R"(\b(cublas\w*|cudnn\w*|cufft\w*|cusparse\w*|cusolver\w*|curand\w*|cutlass|cub::Device\w*|thrust::)\b)",
-               "calls a vendor library instead of its own kernels"});
-  r.push_back({R"(\b(cudaLaunchHostFunc|cudaStreamAddCallback|cuLaunchHostFunc|cudaGraph\w*|cuGraph\w*|cudaMemcpy|cudaMemset|cudaMemcpyToSymbol)\s*\()",
-               "queues host callbacks or graphs, or issues synchronous copies"});
-  r.push_back({R"(\b__(expf|exp10f|logf|log2f|log10f|sinf|cosf|tanf|sincosf|powf|fdividef|frcp_\w+|fsqrt_\w+|frsqrt_rn)\s*\(|use_fast_math|prec-div|prec-sqrt|ftz=true)",
-               "uses fast-math intrinsics or options (fast-math is policed per problem)"});
-  r.push_back({R"(\b(cuModuleLoad\w*|cuLaunchKernel|cuGetProcAddress|cudaGetDriverEntryPoint\w*|nvrtc\w*)\b)",
-               "loads or launches code through the driver API (launch its own kernels with <<<...>>>)"});
-  return r;
-}
-
-Result<std::vector<std::string>> ListCuda() { return ListCudaDevices(); }
-
-BackendInfo CudaBackend() {
-  BackendInfo b{"cuda", "CUDA C++ kernels with a host launcher (nvcc, NVIDIA GPUs)", "kf_cuda_run",
-                "kforge_cuda.h", {}, {}, false, "", CudaRules(), NewCudaDevice, ListCuda};
-  b.compiler = "nvcc";
-  b.source_name = "candidate.cu";
-  b.device_may_be_host = false;
-  b.per_device_arch = true;
-  b.compile_report = ParsePtxasReport;
-  b.unlimited_address_space = true;
-  // Measured on an H200: host - device is 6-8 us for every honest bundled kernel.
-  b.host_gap_suspicious_ms = 0.05;
-  return b;
-}
-
-BackendInfo PythonBackend(const char* name, const char* summary, bool wants_gpu) {
-  BackendInfo b{name, summary, "kf_run", "", {}, {}, false, "", PythonRules(), nullptr, nullptr};
-  b.compiler = "python";
-  b.source_name = "candidate.py";
-  b.unlimited_address_space = true;
-  b.python_hosted = true;
-  b.wants_gpu = wants_gpu;
-  // Python launches cost tens of microseconds each; only a gap far beyond that is suspicious.
-  b.host_gap_suspicious_ms = 1.0;
-  return b;
-}
-
-}  // namespace
 
 const std::vector<DenyRule>& PythonRules() {
   static const std::vector<DenyRule> kRules = [] {
@@ -118,32 +43,44 @@ const std::vector<DenyRule>& PythonRules() {
   return kRules;
 }
 
-const std::vector<BackendInfo>& Backends() {
-  static const std::vector<BackendInfo> kBackends = {
-      {"cpp", "C++ on the host CPU (g++, OpenMP)", "kf_run", "kforge_cpu.h",
-       {}, {}, false, "", HostRules(), OpenCpp, ListCpp},
-      {"opencl", "OpenCL C kernels with a C++ host launcher (any OpenCL 1.2 device)",
-       "kf_cl_run", "kforge_opencl.h", {"-DCL_TARGET_OPENCL_VERSION=120"}, {"-lOpenCL"},
-       true, ".cl", OpenClRules(), NewOpenClDevice, ListOpenClDevices},
-      CudaBackend(),
-      PythonBackend("triton", "Triton kernels in a Python module (kf_run or a KernelBench ModelNew); "
-                    "NVIDIA GPUs, or Triton's interpreter on the CPU", true),
-      PythonBackend("pytorch", "KernelBench ModelNew modules: PyTorch with inline CUDA (load_inline) or "
-                    "Triton kernels; on a GPU when there is one, else the CPU", true),
+const std::vector<BackendSpec>& Backends() {
+  static const std::vector<BackendSpec> kBackends = {
+#define KFORGE_BACKEND(spec) spec(),
+#include "backend/backends.inc"
+#undef KFORGE_BACKEND
   };
   return kBackends;
 }
 
-const BackendInfo* FindBackend(const std::string& name) {
-  for (const BackendInfo& b : Backends())
+const BackendSpec* FindBackend(const std::string& name) {
+  for (const BackendSpec& b : Backends())
     if (name == b.name) return &b;
   return nullptr;
 }
 
 std::string BackendNames() {
   std::string s;
-  for (const BackendInfo& b : Backends()) s += (s.empty() ? "" : ", ") + std::string(b.name);
+  for (const BackendSpec& b : Backends()) s += (s.empty() ? "" : ", ") + std::string(b.name);
   return s;
+}
+
+const BackendSpec* BackendForExtension(const std::string& ext) {
+  for (const BackendSpec& b : Backends())
+    if (!b.python_hosted)
+      for (const std::string& e : b.extensions)
+        if (e == ext) return &b;
+  return nullptr;
+}
+
+std::string DeviceLockName(const BackendSpec& backend, int device) {
+  return backend.device_is_host_cpu ? "cpu" : std::string(backend.name) + "-" + std::to_string(device);
+}
+
+std::vector<std::string> AbiHeaders() {
+  std::vector<std::string> h = {"kforge_reference.h"};
+  for (const BackendSpec& b : Backends())
+    if (*b.abi_header) h.push_back(b.abi_header);
+  return h;
 }
 
 }  // namespace kforge

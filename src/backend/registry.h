@@ -1,8 +1,10 @@
-// The list of backends: one row per backend, in one explicit table (no self-registration).
+// The list of backends: one spec per backend, each declared in its folder and listed in one
+// explicit table (backends.inc; no self-registration).
 //
-// The orchestrator reads the static fields (how to compile a candidate, what its source may
-// not do); only kforge-worker calls open/list_devices, so no vendor driver is ever loaded into
-// the orchestrator. Thread-safety: the table is immutable.
+// The orchestrator reads these specs (how to compile a candidate, what its source may not do,
+// how its files and code blocks are named); the devices are kforge-worker's alone
+// (backend/devices.h), so no vendor driver is ever loaded into the orchestrator.
+// Thread-safety: the table is immutable.
 #ifndef KFORGE_BACKEND_REGISTRY_H_
 #define KFORGE_BACKEND_REGISTRY_H_
 
@@ -10,9 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "backend/device.h"
+#include <nlohmann/json.hpp>
+
+#include "kforge/status.h"
 
 namespace kforge {
+
+class ProcessRunner;
 
 // A source pattern a candidate may not contain (checked after comments are stripped).
 struct DenyRule {
@@ -20,21 +26,35 @@ struct DenyRule {
   const char* reason;   // shown in the verdict
 };
 
-struct BackendInfo {
-  const char* name;         // "cpp", "opencl"
-  const char* summary;      // one line for `kforge doctor`
-  const char* entry;        // the candidate's exported function
-  const char* abi_header;   // in include/kforge/abi/
+// What the orchestrator knows of a backend: one spec per backend, declared in the backend's own
+// folder (src/backend/<name>/<name>_spec.cc) and listed in src/backend/backends.inc. Nothing
+// outside a backend folder branches on a backend's name; it reads these fields. The devices
+// themselves are not here: kforge-worker alone links them (backend/devices.h).
+// A tool that wraps one run of a candidate's worker job for a report beside the verdict
+// (`--profile`, `--sanitize`): advisory, it never changes a verdict (docs/profiling.md).
+struct AdvisoryTool {
+  // The argv that goes before kforge-worker's for one run in `mode` (a sanitizer's tool:
+  // "memcheck", "racecheck"; "" for a profiler), or why it cannot run (not installed: how to
+  // get it). nullptr: the backend has no such tool.
+  Result<std::vector<std::string>> (*wrapper)(ProcessRunner& runner, const std::string& mode) = nullptr;
+  // The wrapped run's output (stdout and stderr) as the verdict's field.
+  nlohmann::json (*read)(const std::string& mode, const std::string& output) = nullptr;
+};
+
+struct BackendSpec {
+  const char* name = "";      // "cpp", "opencl"
+  const char* summary = "";   // one line for `kforge doctor`
+  const char* entry = "";     // the candidate's exported function (Python: its function)
+  const char* abi_header = "";  // in include/kforge/abi/ ("" for Python-hosted backends)
   std::vector<std::string> compile_flags;  // beyond the common C++ flags
   std::vector<std::string> link_flags;
-  bool sibling_program_source;  // passes <stem>.cl style sibling files to the device
-  const char* sibling_extension;
+  // A kernel source beside the host file (OpenCL's <stem>.cl), passed to the device at run time.
+  bool sibling_program_source = false;
+  const char* sibling_extension = "";
   std::vector<DenyRule> deny;
-  // Worker side.
-  Result<std::unique_ptr<Device>> (*open)(int device_index);
-  Result<std::vector<std::string>> (*list_devices)();
-  // Toolchain: "g++" (flags above plus kforge's C++ flags) or "nvcc" (built for the evaluating
-  // device's own architecture, which the orchestrator learns from the worker's probe).
+  // Toolchain: "g++" (flags above plus kforge's C++ flags), "nvcc" (built for the evaluating
+  // device's own architecture, which the orchestrator learns from the worker's probe), or
+  // "python" (nothing to build: the Python worker loads the module).
   const char* compiler = "g++";
   const char* source_name = "candidate.cc";  // the file name the compiler sees
   bool per_device_arch = false;
@@ -46,23 +66,54 @@ struct BackendInfo {
   // escaped the device timer); 0: only a warning (when the device is the host itself).
   double host_gap_suspicious_ms = 0;
   // Candidates are Python modules run by the Python worker (python/kforge_pyworker.py), not
-  // shared libraries run by kforge-worker; open/list_devices are nullptr. Any backend also
-  // takes a .py candidate (a KernelBench ModelNew), judged through the Python worker.
+  // shared libraries run by kforge-worker. Any backend also takes a .py candidate (a KernelBench
+  // ModelNew), judged through the Python worker.
   bool python_hosted = false;
   bool wants_gpu = false;  // Python jobs run on CUDA when there is a device
+  // A Python module the backend needs in the worker's interpreter ("triton"): `kforge doctor`
+  // and the judge say how to get it when it does not import.
+  const char* python_module = "";
   // The device may be the host CPU (cpp; OpenCL on PoCL): builds running beside a timed run
   // would slow it, so the compile farm (eval/compile_farm.h) finishes its builds first.
   bool device_may_be_host = true;
+  // The device is always the host CPU: its timing lock is "cpu", shared with every other job
+  // timed on the host (backend/registry.h DeviceLockName).
+  bool device_is_host_cpu = false;
+  // Candidate files: extensions this backend's candidates take, the main file's first (what a
+  // generated candidate is named; `kforge bench --candidates` looks for these, then .py).
+  std::vector<std::string> extensions = {".cc"};
+  // Info-string words of a fenced code block that holds the main file, and the sibling kernel
+  // source's (a model's answer: agent/code_extract.h).
+  std::vector<std::string> code_languages;
+  std::vector<std::string> sibling_code_languages;
+  // highlight.js's language for the candidate's source in reports.
+  const char* highlight = "cpp";
+  // `--profile`: device counters per kernel (cuda: Nsight Compute), as the verdict's `profile`.
+  // It runs as root (performance counters usually are root-only).
+  AdvisoryTool profiler;
+  // `--sanitize`: memory and race checks (cuda: compute-sanitizer), as the verdict's `sanitizer`.
+  AdvisoryTool sanitizer;
 };
 
 // Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.
 const std::vector<DenyRule>& PythonRules();
 
-const std::vector<BackendInfo>& Backends();
+// Deny rules every host-side candidate (C++, OpenCL host code, CUDA host code) shares.
+std::vector<DenyRule> HostRules();
+
+const std::vector<BackendSpec>& Backends();
 // nullptr when there is no backend of that name.
-const BackendInfo* FindBackend(const std::string& name);
+const BackendSpec* FindBackend(const std::string& name);
 // "cpp, opencl" for messages.
 std::string BackendNames();
+// The backend whose candidates take this file extension (".cu"), or nullptr; Python-hosted
+// backends are left out (.py is every backend's KernelBench form).
+const BackendSpec* BackendForExtension(const std::string& ext);
+// The name of the lock a timed run of this backend holds on device `device` ("cpu" for the
+// host, "cuda-0"): two jobs timed on one device never overlap.
+std::string DeviceLockName(const BackendSpec& backend, int device);
+// The ABI headers of every backend, and the reference's: what a compile copies beside a source.
+std::vector<std::string> AbiHeaders();
 
 }  // namespace kforge
 

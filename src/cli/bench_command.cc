@@ -2,6 +2,7 @@
 // optimize run (--optimize) or only the baselines (--baselines-only); then the share correct,
 // fast_p and geometric-mean speedups (src/report/bench_report.h), as a table, as JSON and as an
 // HTML page (--html, src/report/bench_html.h).
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <atomic>
@@ -55,10 +56,9 @@ fs::path FindCandidate(const fs::path& dir, const fs::path& problem, const std::
   const std::string key = ProblemKey(problem);
   std::smatch m;
   std::string number = std::regex_search(key, m, std::regex("^([0-9]+)_")) ? m[1].str() : "";
-  std::vector<std::string> exts = backend == "cuda" ? std::vector<std::string>{".cu", ".py"}
-                                  : backend == "cpp" ? std::vector<std::string>{".cc", ".cpp", ".py"}
-                                  : backend == "opencl" ? std::vector<std::string>{".cpp", ".cc", ".py"}
-                                                        : std::vector<std::string>{".py"};
+  const BackendSpec* spec = FindBackend(backend);
+  std::vector<std::string> exts = spec ? spec->extensions : std::vector<std::string>{};
+  if (std::find(exts.begin(), exts.end(), ".py") == exts.end()) exts.push_back(".py");  // KernelBench's ModelNew
   std::vector<fs::path> files;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))

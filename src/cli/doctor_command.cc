@@ -21,12 +21,13 @@ namespace fs = std::filesystem;
 namespace {
 
 // Python-hosted backends: what the Python worker's interpreter has.
-bool CheckPythonBackend(const BackendInfo& b, ProcessRunner& runner) {
+bool CheckPythonBackend(const BackendSpec& b, ProcessRunner& runner) {
   Result<nlohmann::json> probe = ProbePython(runner);
   std::string why = !probe.ok() ? probe.status().message() : probe->value("error", std::string());
-  if (why.empty() && b.name == std::string("triton") && !probe->contains("triton"))
-    why = "Triton does not import in " + PythonInterpreter() + " (" + probe->value("triton_error", std::string()) +
-          "); scripts/setup installs it, or set KFORGE_PYTHON";
+  const std::string module = b.python_module;
+  if (why.empty() && !module.empty() && !probe->contains(module))
+    why = "Python module '" + module + "' does not import in " + PythonInterpreter() + " (" +
+          probe->value(module + "_error", std::string()) + "); scripts/setup installs it, or set KFORGE_PYTHON";
   if (!why.empty()) {
     fmt::print("  {:<8} NOT USABLE: {}\n", b.name, why);
     return false;
@@ -41,7 +42,7 @@ bool CheckPythonBackend(const BackendInfo& b, ProcessRunner& runner) {
   return true;
 }
 
-bool CheckBackend(const BackendInfo& b, ProcessRunner& runner, bool remeasure) {
+bool CheckBackend(const BackendSpec& b, ProcessRunner& runner, bool remeasure) {
   if (b.python_hosted) return CheckPythonBackend(b, runner);
   Result<nlohmann::json> probe = ProbeWorker(runner, b.name);
   if (!probe.ok()) {
@@ -93,7 +94,7 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
     for (const std::string& line : DescribeIsolation()) fmt::print("  {}\n", line);
     fmt::print("backends:\n");
     int usable = 0;
-    for (const BackendInfo& b : Backends()) usable += CheckBackend(b, *runner, *remeasure);
+    for (const BackendSpec& b : Backends()) usable += CheckBackend(b, *runner, *remeasure);
     *exit_code = usable > 0 ? kExitOk : kExitEnvironment;
   });
 }

@@ -48,7 +48,7 @@ void CompileFarm::Work() {
 }
 
 void CompileFarm::Submit(const Problem& problem, const fs::path& candidate, const EvalOptions& options) {
-  const BackendInfo* backend = FindBackend(options.backend);
+  const BackendSpec* backend = FindBackend(options.backend);
   if (!backend) return;  // the judge names the unknown backend
   std::vector<std::function<void()>> builds;
   if (problem.format != ProblemFormat::kPyTorch && !problem.reference.empty()) {
@@ -91,7 +91,7 @@ int CompileFarm::builds_started() const {
 }
 
 bool MayJudgeWhileBuilding(const std::string& backend) {
-  const BackendInfo* b = FindBackend(backend);
+  const BackendSpec* b = FindBackend(backend);
   return b && !b->device_may_be_host;
 }
 

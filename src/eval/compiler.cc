@@ -30,7 +30,6 @@ bool IsTransient(const ProcessResult& r) {
 // The ABI headers are copied into every compile folder: the compiler runs as the sandbox user,
 // who may not be able to read the source tree (a root user's /root or a mktemp -d clone).
 constexpr const char* kAbiCopy = "kforge_abi";
-constexpr const char* kAbiHeaders[] = {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h", "kforge_cuda.h"};
 
 std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
   const char* path = std::getenv("PATH");
@@ -40,7 +39,7 @@ std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
 
 // nvcc for the device's own architecture, with the ptxas resource report (-Xptxas -v) and
 // line info for profilers; the CUDA runtime is linked statically (nvcc's default).
-std::vector<std::string> NvccFlags(const BackendInfo& backend, const std::string& arch) {
+std::vector<std::string> NvccFlags(const BackendSpec& backend, const std::string& arch) {
   std::vector<std::string> f = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
                                 "-arch=" + arch, "-lineinfo", "-Xptxas", "-v",
                                 "-I" + std::string(kAbiCopy)};
@@ -48,7 +47,7 @@ std::vector<std::string> NvccFlags(const BackendInfo& backend, const std::string
   return f;
 }
 
-bool IsNvcc(const BackendInfo& backend) { return std::string(backend.compiler) == "nvcc"; }
+bool IsNvcc(const BackendSpec& backend) { return std::string(backend.compiler) == "nvcc"; }
 
 std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>& argv) {
   ProcessSpec spec;
@@ -61,7 +60,7 @@ std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>&
   return r.Succeeded() ? r.out : "";
 }
 
-std::vector<std::string> Flags(const BackendInfo& backend, CompileKind kind) {
+std::vector<std::string> Flags(const BackendSpec& backend, CompileKind kind) {
   std::vector<std::string> f = {"-std=c++20", "-fPIC", "-shared", "-fvisibility=hidden",
                                 "-I" + std::string(kAbiCopy)};
   if (kind == CompileKind::kReference) {
@@ -75,7 +74,7 @@ std::vector<std::string> Flags(const BackendInfo& backend, CompileKind kind) {
 
 std::string AbiHeadersText() {
   std::string all;
-  for (const char* h : kAbiHeaders) {
+  for (const std::string& h : AbiHeaders()) {
     Result<std::string> t = ReadFile(AbiIncludeDir() / h);
     if (t.ok()) all += *t;
   }
@@ -103,7 +102,7 @@ std::string CompilerVersion(ProcessRunner& runner) {
   return version;
 }
 
-std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend) {
+std::string ToolchainVersion(ProcessRunner& runner, const BackendSpec& backend) {
   if (!IsNvcc(backend)) return CompilerVersion(runner);
   static std::mutex mu;
   static std::string version;
@@ -124,7 +123,7 @@ std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend) 
   return version;
 }
 
-Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend, int device) {
+Result<std::string> DeviceArch(ProcessRunner& runner, const BackendSpec& backend, int device) {
   static std::mutex mu;
   static std::map<std::string, Result<std::string>> cache;
   std::string key = std::string(backend.name) + "-" + std::to_string(device);
@@ -147,7 +146,7 @@ Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend
   return arch;
 }
 
-std::string BuildArch(ProcessRunner& runner, const BackendInfo& backend, int device, std::string* guessed) {
+std::string BuildArch(ProcessRunner& runner, const BackendSpec& backend, int device, std::string* guessed) {
   if (!backend.per_device_arch) return "";
   Result<std::string> arch = DeviceArch(runner, backend, device);
   if (arch.ok()) return *arch;
@@ -160,7 +159,7 @@ std::string BuildArch(ProcessRunner& runner, const BackendInfo& backend, int dev
 namespace {
 
 // Builds `text` into out->library (not there yet). Success is kept on disk, in the cache.
-Status Build(ProcessRunner& runner, const BackendInfo& backend, const fs::path& source, const std::string& text,
+Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& source, const std::string& text,
              CompileKind kind, bool nvcc, const std::vector<std::string>& flags, const std::vector<std::string>& link,
              const fs::path& report, CompileOutput* out_ptr) {
   CompileOutput& out = *out_ptr;
@@ -174,7 +173,7 @@ Status Build(ProcessRunner& runner, const BackendInfo& backend, const fs::path& 
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("compile"));
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / source_name, text));
   fs::create_directories(dir / kAbiCopy);
-  for (const char* h : kAbiHeaders) {
+  for (const std::string& h : AbiHeaders()) {
     std::error_code ec;
     fs::copy_file(AbiIncludeDir() / h, dir / kAbiCopy / h, fs::copy_options::overwrite_existing, ec);
     if (ec) return Status::NotFound("cannot copy the ABI header " + (AbiIncludeDir() / h).string() + ": " + ec.message() +
@@ -235,7 +234,7 @@ Flight& Flights() {
 
 }  // namespace
 
-Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
+Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
                               const fs::path& source, CompileKind kind, const std::string& arch) {
   auto start = std::chrono::steady_clock::now();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));

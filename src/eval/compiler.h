@@ -35,23 +35,23 @@ enum class CompileKind { kCandidate, kReference };
 // `arch` is the device architecture for backends with per_device_arch ("sm_90"); it is part
 // of the flags and so of the cache key. A missing toolchain (no nvcc) is ok=false with a log
 // that says what to install.
-Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
+Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
                               const std::filesystem::path& source, CompileKind kind,
                               const std::string& arch = "");
 
 // The architecture of `backend`'s device `device` as its compiler names it ("sm_90"), from
 // the worker's probe (the orchestrator never loads a driver itself). Cached per process.
 // Unavailable with the probe's reason (e.g. no NVIDIA driver) when there is no such device.
-Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend, int device);
+Result<std::string> DeviceArch(ProcessRunner& runner, const BackendSpec& backend, int device);
 
 // The architecture a candidate of `backend` is built for: the device's own (DeviceArch); without
 // a device to ask (CI, no driver) $KFORGE_CUDA_ARCH or sm_90, with the reason in *guessed, so
 // the static and compile gates still run. "" for backends without per-device architectures.
-std::string BuildArch(ProcessRunner& runner, const BackendInfo& backend, int device, std::string* guessed);
+std::string BuildArch(ProcessRunner& runner, const BackendSpec& backend, int device, std::string* guessed);
 
 // The full version text of a backend's toolchain (nvcc: its --version plus the host g++),
 // as it enters the cache key. Cached per process.
-std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend);
+std::string ToolchainVersion(ProcessRunner& runner, const BackendSpec& backend);
 
 // Folder holding the candidate ABI headers (kforge_cpu.h, ...).
 std::filesystem::path AbiIncludeDir();

@@ -28,7 +28,6 @@
 #include "eval/trusted_state.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
-#include "profile/profile.h"
 
 namespace kforge {
 
@@ -205,7 +204,7 @@ class Evaluation {
   const EvalOptions& options_;
   ProcessRunner& runner_;
   TrustedState trusted_;  // references and baselines computed once per problem
-  const BackendInfo* backend_ = nullptr;
+  const BackendSpec* backend_ = nullptr;
   PrecisionPolicy policy_ = PrecisionPolicy::kStrict;  // set by ChoosePrecision
   std::string source_;
   fs::path library_, program_source_, reference_library_;
@@ -494,28 +493,34 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
 void Evaluation::Advisory() {
   if (library_.empty() || trials_.empty() || (!options_.profile && !options_.sanitize)) return;
   auto t0 = std::chrono::steady_clock::now();
+  const std::string backend = backend_->name;
   if (options_.profile) {
-    std::string ncu = FindCudaTool("ncu"), out;
-    if (ncu.empty()) {
-      verdict_.profile = {{"error", "ncu (Nsight Compute) not found: install it or set KFORGE_NCU"}};
+    const AdvisoryTool& p = backend_->profiler;
+    Result<std::vector<std::string>> wrapper =
+        p.wrapper ? p.wrapper(runner_, "") : Result<std::vector<std::string>>(Status::Unavailable("the " + backend + " backend has no profiler"));
+    if (!wrapper.ok()) {
+      verdict_.profile = {{"error", wrapper.status().message()}};
     } else {
-      json run = RunAdvisoryJob(NcuCommand(ncu, AvailableNcuMetrics(runner_, ncu)), true, &out);
-      verdict_.profile = ParseNcuCsv(out);
+      std::string out;
+      json run = RunAdvisoryJob(*wrapper, true, &out);
+      verdict_.profile = p.read(backend, out);
       verdict_.profile["run"] = run;
       if (verdict_.profile.contains("error")) verdict_.profile["output_tail"] = TailLines(out, 20, 4000);
     }
   }
   if (options_.sanitize) {
-    std::string sanitizer = FindCudaTool("compute-sanitizer");
+    const AdvisoryTool& s = backend_->sanitizer;
     json all = json::array();
     for (std::string tool : {"memcheck", "racecheck"}) {
       if (tool == "racecheck" && !options_.racecheck) continue;
+      Result<std::vector<std::string>> wrapper =
+          s.wrapper ? s.wrapper(runner_, tool) : Result<std::vector<std::string>>(Status::Unavailable("the " + backend + " backend has no sanitizer"));
+      if (!wrapper.ok()) { all.push_back({{"tool", tool}, {"error", wrapper.status().message()}}); continue; }
       std::string out;
-      if (sanitizer.empty()) { all.push_back({{"tool", tool}, {"error", "compute-sanitizer not found: install the CUDA toolkit or set KFORGE_COMPUTE_SANITIZER"}}); continue; }
-      json run = RunAdvisoryJob(SanitizerCommand(sanitizer, tool), false, &out);
-      json s = SummarizeSanitizer(tool, out);
-      s["run"] = run;
-      all.push_back(s);
+      json run = RunAdvisoryJob(*wrapper, false, &out);
+      json summary = s.read(tool, out);
+      summary["run"] = run;
+      all.push_back(summary);
     }
     verdict_.sanitizer = {{"runs", all}};
   }
@@ -523,8 +528,8 @@ void Evaluation::Advisory() {
 }
 
 std::string Evaluation::LockName(const std::string& backend) const {
-  // PoCL and the cpp backend share the host CPU; a GPU OpenCL device has its own lock.
-  return backend == "cpp" ? "cpu" : backend + "-" + std::to_string(options_.device);
+  const BackendSpec* spec = FindBackend(backend);
+  return spec ? DeviceLockName(*spec, options_.device) : backend + "-" + std::to_string(options_.device);
 }
 
 bool Evaluation::ProcessEnded(const WorkerRun& run) {
@@ -902,7 +907,8 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
                                              const std::string& entry, const fs::path& program) {
   Job job;
   job.backend = backend;
-  job.device = backend == "cpp" ? 0 : options_.device;
+  const BackendSpec* spec = FindBackend(backend);
+  job.device = spec && spec->device_is_host_cpu ? 0 : options_.device;
   job.entry = entry;
   WorkerFiles files;
   files.library = library;
@@ -1022,13 +1028,14 @@ Status Evaluation::StartPython() {
   // Native GPU backends and GPU-minded Python backends run the Python side on the GPU.
   bool gpu = backend_->wants_gpu || backend_->per_device_arch;
   torch_device_ = TorchDevice(py_probe_, gpu, options_.device);
-  if (backend_->name == std::string("triton") && !py_probe_.contains("triton"))
-    return Status::Unavailable("the triton backend needs Triton in " + PythonInterpreter() + " (" +
-                               py_probe_.value("triton_error", std::string("not installed")) +
+  const std::string module = backend_->python_module;
+  if (!module.empty() && !py_probe_.contains(module))
+    return Status::Unavailable("the " + std::string(backend_->name) + " backend needs the Python module '" + module + "' in " +
+                               PythonInterpreter() + " (" + py_probe_.value(module + "_error", std::string("not installed")) +
                                "); scripts/setup installs it, or set KFORGE_PYTHON");
   verdict_.fingerprint["python"] = py_probe_;
   verdict_.fingerprint["torch_device"] = torch_device_;
-  if (python_candidate_ && torch_device_ == "cpu" && backend_->name == std::string("triton"))
+  if (python_candidate_ && torch_device_ == "cpu" && module == "triton")
     verdict_.warnings.push_back("no CUDA device: Triton runs in its interpreter on the CPU (correctness only; its times say nothing about a GPU)");
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 // kforge-worker peaks job and cached per device fingerprint in <cache>/peaks/.
 #include <algorithm>
 
+#include "backend/registry.h"
 #include "base/files.h"
 #include "eval/worker_client.h"
 #include "kforge/eval.h"
@@ -45,7 +46,8 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
   limits.wall_seconds = 300;
   limits.address_space_bytes = 0;
   Result<WorkerRun> run = [&] {
-    DeviceLock lock(backend == "cpp" ? "cpu" : backend + "-" + std::to_string(device));
+    const BackendSpec* spec = FindBackend(backend);
+    DeviceLock lock(spec ? DeviceLockName(*spec, device) : backend + "-" + std::to_string(device));
     return RunWorker(runner, job, WorkerFiles{}, limits);
   }();
   if (!run.ok()) return run.status();

@@ -36,15 +36,14 @@ double Now() {
 }
 
 std::string MainExtension(const std::string& backend) {
-  const BackendInfo* b = FindBackend(backend);
-  if (b && b->python_hosted) return ".py";
-  return backend == "cpp" ? ".cc" : backend == "cuda" ? ".cu" : ".cpp";
+  const BackendSpec* b = FindBackend(backend);
+  return b && !b->extensions.empty() ? b->extensions[0] : ".cc";
 }
 
 // The candidate's files (candidate<ext>, and its sibling program, main file first): what
 // WriteFiles puts in the attempt's folder, and what clients that work on files get (exec:
 // copies them into the command's input folder).
-std::vector<llm::RequestFile> CandidateFiles(const AttemptRow& a, const std::string& backend, const BackendInfo& info) {
+std::vector<llm::RequestFile> CandidateFiles(const AttemptRow& a, const std::string& backend, const BackendSpec& info) {
   std::vector<llm::RequestFile> files = {{"candidate" + MainExtension(backend), a.source}};
   json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
   if (extra.is_object() && extra.contains("program") && info.sibling_extension)
@@ -152,7 +151,7 @@ class ForgeRun {
   ForgeDeps& deps_;
   RunRow run_;
   Problem problem_;
-  const BackendInfo* backend_ = nullptr;
+  const BackendSpec* backend_ = nullptr;
   fs::path dir_;
   std::vector<AttemptRow> attempts_;
   const AttemptRow* best_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "backend/registry.h"
 #include "report/html.h"
 #include "report/json_fields.h"
 #include "report/line_diff.h"
@@ -277,11 +278,10 @@ std::string AttemptSection(const AttemptRow& a, const AttemptContext& context) {
 }
 
 std::string SourceLanguage(const std::string& source, const std::string& backend) {
-  if (backend == "pytorch" || backend == "triton" || source.rfind("import ", 0) == 0 ||
-      source.find("\ndef ") != std::string::npos)
-    return "python";
-  if (backend == "cpp" || backend == "cuda" || backend == "opencl") return "cpp";
-  return "plaintext";
+  const BackendSpec* spec = FindBackend(backend);
+  // Any backend takes a KernelBench ModelNew module.
+  if (source.rfind("import ", 0) == 0 || source.find("\ndef ") != std::string::npos) return "python";
+  return spec ? spec->highlight : "plaintext";
 }
 
 }  // namespace kforge

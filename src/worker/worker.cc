@@ -36,6 +36,7 @@
 #include <numeric>
 #include <utility>
 
+#include "backend/devices.h"
 #include "backend/registry.h"
 #include "base/files.h"
 #include "base/stats.h"
@@ -156,9 +157,9 @@ Result<json> Child::Handle(const json& cmd, std::string* blob) {
 }
 
 Result<json> Child::Open() {
-  const BackendInfo* backend = FindBackend(job_.backend);
-  if (!backend || !backend->open) return Status::InvalidArgument("backend " + job_.backend + " does not run in kforge-worker");
-  KF_ASSIGN_OR_RETURN(device_, backend->open(job_.device));
+  const DeviceFactory* factory = FindDeviceFactory(job_.backend);
+  if (!factory) return Status::InvalidArgument("backend " + job_.backend + " does not run in kforge-worker");
+  KF_ASSIGN_OR_RETURN(device_, factory->open(job_.device));
   return json{{"fingerprint", device_->Fingerprint()}, {"llc_bytes", device_->LastLevelCacheBytes()}};
 }
 
@@ -834,20 +835,21 @@ Status RunJob(const Job& job, const fs::path& dir) {
 }
 
 Status ProbeBackend(const std::string& name, int device) {
-  const BackendInfo* backend = FindBackend(name);
+  const BackendSpec* backend = FindBackend(name);
   if (!backend) return Status::InvalidArgument("unknown backend '" + name + "'; known: " + BackendNames());
   json out = {{"backend", name}};
-  if (!backend->list_devices || !backend->open) {
+  const DeviceFactory* factory = FindDeviceFactory(name);
+  if (!factory) {
     out["error"] = "backend " + name + " runs in the Python worker (python/kforge_pyworker.py), not in kforge-worker";
     std::cout << out.dump() << std::endl;
     return Status::Ok();
   }
-  Result<std::vector<std::string>> devices = backend->list_devices();
+  Result<std::vector<std::string>> devices = factory->list_devices();
   if (!devices.ok()) {
     out["error"] = devices.status().message();
   } else {
     out["devices"] = *devices;
-    Result<std::unique_ptr<Device>> dev = backend->open(device);
+    Result<std::unique_ptr<Device>> dev = factory->open(device);
     if (dev.ok()) {
       out["fingerprint"] = (*dev)->Fingerprint();
       Result<TheoreticalPeaks> peaks = (*dev)->ComputeTheoreticalPeaks();

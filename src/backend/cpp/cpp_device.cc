@@ -1,6 +1,7 @@
 // The host CPU as a kforge device. Buffers are 64-byte aligned host allocations; a launch is a
 // direct call into the candidate's kf_run, timed with the steady clock.
 #include "backend/cpp/cpp_device.h"
+#include "backend/devices.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -180,25 +181,6 @@ Result<Peaks> CppDevice::MeasurePeaks() {
 
 }  // namespace
 
-// Whole copies of the pattern (a tail shorter than it stays as it was). One byte is a memset;
-// a wider one is laid down once and then copied onto itself in doubling spans: a memcpy call
-// per element (the first version) made a 16 MB canary fill cost 120 ms.
-void FillPattern(void* dst, const void* pattern, size_t pattern_bytes, size_t bytes) {
-  char* d = static_cast<char*>(dst);
-  if (pattern_bytes == 0) return;
-  const size_t total = bytes / pattern_bytes * pattern_bytes;
-  if (total == 0) return;
-  if (pattern_bytes == 1) {
-    std::memset(d, *static_cast<const unsigned char*>(pattern), total);
-    return;
-  }
-  std::memcpy(d, pattern, pattern_bytes);
-  for (size_t done = pattern_bytes; done < total;) {
-    const size_t n = std::min(done, total - done);  // a multiple of pattern_bytes: copies stay aligned to it
-    std::memcpy(d + done, d, n);
-    done += n;
-  }
-}
 
 nlohmann::json HostCpuFingerprint() {
   utsname u{};
@@ -233,5 +215,17 @@ int64_t HostLastLevelCacheBytes() {
 }
 
 std::unique_ptr<Device> NewCppDevice() { return std::make_unique<CppDevice>(); }
+
+// kforge-worker's factory for the cpp backend (backend/devices.inc).
+DeviceFactory CppDeviceFactory() {
+  auto open = [](int index) -> Result<std::unique_ptr<Device>> {
+    if (index != 0) return Status::NotFound("the cpp backend has one device, 0 (the host CPU)");
+    return NewCppDevice();
+  };
+  auto list = []() -> Result<std::vector<std::string>> {
+    return std::vector<std::string>{HostCpuFingerprint()["name"].get<std::string>() + " (host)"};
+  };
+  return {"cpp", open, list};
+}
 
 }  // namespace kforge

@@ -7,6 +7,7 @@
 // One launch (the worker's first check) may be recorded through CUPTI (cupti.h): which kernels
 // ran, on which streams, and which ended after kf_cuda_run had returned.
 #include "backend/cuda/cuda_device.h"
+#include "backend/devices.h"
 
 #include <dlfcn.h>
 
@@ -463,5 +464,8 @@ Result<std::unique_ptr<Device>> NewCudaDevice(int index) {
   KF_RETURN_IF_ERROR(dev->Init());
   return std::unique_ptr<Device>(std::move(dev));
 }
+
+// kforge-worker's factory for the cuda backend (backend/devices.inc).
+DeviceFactory CudaDeviceFactory() { return {"cuda", NewCudaDevice, ListCudaDevices}; }
 
 }  // namespace kforge

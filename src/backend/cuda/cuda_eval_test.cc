@@ -55,7 +55,7 @@ class CudaEvalTest : public ::testing::Test {
   // The first check of a `scale` candidate from testdata/kernels_cuda/ through the sandboxed
   // kforge-worker, and result.json's "kernels" record of it. Skips where no libcupti is found.
   nlohmann::json KernelRecordOf(const std::string& name) {
-    const BackendInfo& cuda = *FindBackend("cuda");
+    const BackendSpec& cuda = *FindBackend("cuda");
     Result<std::string> arch = DeviceArch(*runner_, cuda, 0);
     Result<CompileOutput> built = Compile(*runner_, cuda, kData / "kernels_cuda" / (name + ".cu"), CompileKind::kCandidate, *arch);
     EXPECT_TRUE(built.ok() && built->ok) << (built.ok() ? built->log : built.status().ToString());

@@ -46,7 +46,7 @@ class CudaTest : public ::testing::Test {
     setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     setenv("KFORGE_WORKER", KFORGE_WORKER_PATH, 1);
   }
-  const BackendInfo& Cuda() { return *FindBackend("cuda"); }
+  const BackendSpec& Cuda() { return *FindBackend("cuda"); }
   bool HaveNvcc() { return ToolchainVersion(*runner_, Cuda()).rfind("nvcc (not found)", 0) != 0; }
   std::unique_ptr<ProcessRunner> runner_ = NewSandboxRunner();
 };

@@ -1,6 +1,7 @@
 // OpenCL as a kforge device. One context and one in-order profiling queue; a launch is
 // bracketed by two markers on that queue and timed from the first marker's end to the second's.
 #include "backend/opencl/opencl_device.h"
+#include "backend/devices.h"
 
 #include <dlfcn.h>
 
@@ -535,5 +536,8 @@ Result<std::unique_ptr<Device>> NewOpenClDevice(int index) {
   KF_RETURN_IF_ERROR(dev->Init());
   return std::unique_ptr<Device>(std::move(dev));
 }
+
+// kforge-worker's factory for the opencl backend (backend/devices.inc).
+DeviceFactory OpenClDeviceFactory() { return {"opencl", NewOpenClDevice, ListOpenClDevices}; }
 
 }  // namespace kforge

@@ -1,4 +1,4 @@
-#include "profile/profile.h"
+#include "backend/cuda/cuda_tools.h"
 
 #include <unistd.h>
 

@@ -5,7 +5,7 @@
 // prefixed lines ending in an ERROR SUMMARY); they are not captured from a real run.
 #include <gtest/gtest.h>
 
-#include "profile/profile.h"
+#include "backend/cuda/cuda_tools.h"
 
 namespace kforge {
 namespace {

@@ -1,10 +1,11 @@
-// Profiling and sanitizing, advisory: a worker job run under Nsight Compute (`ncu`) or
+// The cuda backend's profiler and sanitizer (its spec's `profiler` and `sanitizer` hooks),
+// advisory: a worker job run under Nsight Compute (`ncu`) or
 // compute-sanitizer, its report normalised into JSON for the verdict's `profile` and
 // `sanitizer` fields (docs/profiling.md). Nothing here decides a verdict: a profiler that is
 // missing, refused or broken yields {"error": "..."} and the evaluation goes on.
 // Thread-safety: pure functions, except FindCudaTool/AvailableNcuMetrics (cached, locked).
-#ifndef KFORGE_PROFILE_PROFILE_H_
-#define KFORGE_PROFILE_PROFILE_H_
+#ifndef KFORGE_BACKEND_CUDA_CUDA_TOOLS_H_
+#define KFORGE_BACKEND_CUDA_CUDA_TOOLS_H_
 
 #include <string>
 #include <vector>
@@ -50,4 +51,4 @@ nlohmann::json SummarizeSanitizer(const std::string& tool, const std::string& ou
 
 }  // namespace kforge
 
-#endif  // KFORGE_PROFILE_PROFILE_H_
+#endif  // KFORGE_BACKEND_CUDA_CUDA_TOOLS_H_

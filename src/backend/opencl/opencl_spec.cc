@@ -1,0 +1,38 @@
+// The opencl backend: OpenCL C kernels (<stem>.cl beside the host file) with a C++ host
+// launcher, built by the device's own OpenCL compiler at run time (any OpenCL 1.2 device).
+#include "backend/registry.h"
+
+namespace kforge {
+
+namespace {
+
+std::vector<DenyRule> OpenClRules() {
+  std::vector<DenyRule> r = HostRules();
+  r.push_back({R"(\bclCreateCommandQueue\w*\b)", "creates its own command queue (use args->queue)"});
+  r.push_back({R"(\bclCreateContext\w*\b)", "creates its own context (use args->context)"});
+  r.push_back({R"(\bclCreate(SubDevices|UserEvent)\b)", "creates devices or user events"});
+  r.push_back({R"(\bclBuildProgram\b|\bclCompileProgram\b|\bclLinkProgram\b)",
+               "builds programs itself (use args->kernel so options are recorded)"});
+  return r;
+}
+
+}  // namespace
+
+BackendSpec OpenClSpec() {
+  BackendSpec b;
+  b.name = "opencl";
+  b.summary = "OpenCL C kernels with a C++ host launcher (any OpenCL 1.2 device)";
+  b.entry = "kf_cl_run";
+  b.abi_header = "kforge_opencl.h";
+  b.compile_flags = {"-DCL_TARGET_OPENCL_VERSION=120"};
+  b.link_flags = {"-lOpenCL"};
+  b.sibling_program_source = true;
+  b.sibling_extension = ".cl";
+  b.deny = OpenClRules();
+  b.extensions = {".cpp", ".cc"};
+  b.code_languages = {"cpp", "c++", "cc", "cxx", "c"};
+  b.sibling_code_languages = {"opencl", "cl", "ocl"};
+  return b;
+}
+
+}  // namespace kforge
