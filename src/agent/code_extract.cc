@@ -16,6 +16,7 @@ bool IsHostLang(const std::string& lang) {
   return lang == "cpp" || lang == "c++" || lang == "cc" || lang == "cxx" || lang == "c" || lang == "cuda";
 }
 bool IsClLang(const std::string& lang) { return lang == "opencl" || lang == "cl" || lang == "ocl"; }
+bool IsGlslLang(const std::string& lang) { return lang == "glsl" || lang == "comp"; }  // vulkan's shader
 
 void ParseInfo(const std::string& info, CodeBlock* b) {
   std::istringstream in(info);
@@ -100,7 +101,9 @@ Result<ExtractedCandidate> ExtractCandidate(const std::string& answer, const std
   const CodeBlock* host = nullptr;
   const CodeBlock* cl = nullptr;
   for (const CodeBlock& b : blocks) {
-    bool is_cl = IsClLang(b.lang) || (b.filename.size() > 3 && b.filename.substr(b.filename.size() - 3) == ".cl");
+    bool is_cl = backend == "vulkan"
+                     ? IsGlslLang(b.lang) || (b.filename.size() > 5 && b.filename.substr(b.filename.size() - 5) == ".comp")
+                     : IsClLang(b.lang) || (b.filename.size() > 3 && b.filename.substr(b.filename.size() - 3) == ".cl");
     if (is_cl && !cl) cl = &b;
     else if (!is_cl && (IsHostLang(b.lang) || b.lang.empty()) && !host) host = &b;
     if (!b.closed) c.truncated = true;
@@ -114,6 +117,11 @@ Result<ExtractedCandidate> ExtractCandidate(const std::string& answer, const std
     if (cl) c.program = cl->code;
     else if (c.main.find("__kernel") == std::string::npos && c.main.find("kernel void") == std::string::npos && !c.truncated)
       return Status::InvalidArgument("no ```opencl block with the kernels found; send the host launcher in a ```cpp block and the kernels in an ```opencl block");
+  }
+  if (backend == "vulkan") {
+    if (cl) c.program = cl->code;
+    else if (!c.truncated)
+      return Status::InvalidArgument("no ```glsl block with the compute shader found; send the host launcher in a ```cpp block and the shader in a ```glsl block");
   }
   return c;
 }

@@ -4,6 +4,8 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/ptxas_report.h"
 #include "backend/opencl/opencl_device.h"
+#include "backend/vulkan/vulkan_build.h"
+#include "backend/vulkan/vulkan_device.h"
 
 namespace kforge {
 
@@ -67,6 +69,23 @@ std::vector<DenyRule> CudaRules() {
   return r;
 }
 
+// Vulkan launchers record work only through the ABI's helpers (pipeline, dispatch, fill), so
+// that everything they do lies between kforge's timestamps and every buffer is kforge's.
+std::vector<DenyRule> VulkanRules() {
+  std::vector<DenyRule> r = HostRules();
+  r.push_back({R"(\b(vk[A-Z]\w*|PFN_vk\w*)\b)", "calls the Vulkan API itself (record work with a->pipeline, a->dispatch and a->fill)"});
+  r.push_back({R"(\bkf_vk_spirv\b|\bkf_vk_shader_words\b)", "defines the shader's SPIR-V itself (kforge compiles the sibling .comp file)"});
+  return r;
+}
+
+BackendInfo VulkanBackend() {
+  BackendInfo b{"vulkan", "GLSL compute shaders (SPIR-V) with a C++ host launcher (any Vulkan 1.1 device; lavapipe on the CPU)",
+                "kf_vk_run", "kforge_vulkan.h", {}, {}, true, ".comp", VulkanRules(), NewVulkanDevice, ListVulkanDevices};
+  b.sibling_compile = VulkanShaderCompileArgv;
+  b.sibling_glue = VulkanShaderGlue;
+  return b;
+}
+
 Result<std::vector<std::string>> ListCuda() { return ListCudaDevices(); }
 
 BackendInfo CudaBackend() {
@@ -126,6 +145,7 @@ const std::vector<BackendInfo>& Backends() {
        "kf_cl_run", "kforge_opencl.h", {"-DCL_TARGET_OPENCL_VERSION=120"}, {"-lOpenCL"},
        true, ".cl", OpenClRules(), NewOpenClDevice, ListOpenClDevices},
       CudaBackend(),
+      VulkanBackend(),
       PythonBackend("triton", "Triton kernels in a Python module (kf_run or a KernelBench ModelNew); "
                     "NVIDIA GPUs, or Triton's interpreter on the CPU", true),
       PythonBackend("pytorch", "KernelBench ModelNew modules: PyTorch with inline CUDA (load_inline) or "

@@ -53,6 +53,12 @@ struct BackendInfo {
   // The device may be the host CPU (cpp; OpenCL on PoCL): builds running beside a timed run
   // would slow it, so the compile farm (eval/compile_farm.h) finishes its builds first.
   bool device_may_be_host = true;
+  // Backends that compile their sibling ahead of time (vulkan: GLSL to SPIR-V,
+  // vulkan/vulkan_build.h): the command, run in the compile folder, that compiles sibling file
+  // `in` into the header kf_shader.h, and a C++ file compiled and linked with the host file that
+  // exports what the header holds. nullptr: the sibling travels to the worker as text (OpenCL).
+  std::vector<std::string> (*sibling_compile)(const std::string& in) = nullptr;
+  const char* (*sibling_glue)() = nullptr;
 };
 
 // Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.

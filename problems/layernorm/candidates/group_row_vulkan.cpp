@@ -1,0 +1,22 @@
+// Optimized `layernorm` host code for the vulkan backend: one work-group per row (shared-memory
+// reductions for the mean and the variance).
+//
+// Tunables (kforge optimize): KF_LOCAL (the work-group size, a power of two).
+#include "kforge_vulkan.h"
+
+#define KF_LOCAL 128  // kforge:tune [32, 64, 128, 256]
+
+struct Push {
+  uint32_t rows, cols;
+  float eps;
+};
+
+KF_EXPORT int kf_vk_run(const kf_vk_args* a) {
+  const uint32_t local = KF_LOCAL;
+  kf_vk_pipeline* p = a->pipeline(a, &local, 1);
+  if (p == nullptr) return 1;
+  const Push push{static_cast<uint32_t>(kf_vk_attr_i(a, "rows")), static_cast<uint32_t>(kf_vk_attr_i(a, "cols")),
+                  static_cast<float>(kf_vk_attr_f(a, "eps"))};
+  kf_vk_buffer* bufs[] = {kf_vk_input(a, "x"), kf_vk_input(a, "weight"), kf_vk_input(a, "bias"), kf_vk_output(a, "y")};
+  return a->dispatch(a, p, bufs, sizeof bufs / sizeof bufs[0], &push, sizeof push, push.rows, 1, 1);
+}
