@@ -12,7 +12,10 @@ echo "$line" | grep -q "NOT USABLE" || { echo "FAIL: vulkan is usable without a 
 echo "$line" | grep -q "mesa-vulkan-drivers" || { echo "FAIL: no how-to-fix in: $line"; exit 1; }
 echo "without a driver: $line"
 out=$("$KFORGE" doctor 2>&1)
-line=$(echo "$out" | grep -A1 "^  vulkan ")
+line=$(echo "$out" | grep -A3 "^  vulkan ")
 [ -n "$line" ] || { echo "FAIL: doctor lists no vulkan backend:"; echo "$out"; exit 1; }
 echo "with the machine's drivers: $line"
+if echo "$line" | head -1 | grep -q "NOT USABLE"; then echo "SKIP: no Vulkan device here"; exit 77; fi
+echo "$line" | grep -q "device 0: " || { echo "FAIL: no device listed"; exit 1; }
+echo "$line" | grep -q "achievable peaks of device 0" || { echo "FAIL: no peaks for the Vulkan device"; exit 1; }
 echo PASS

@@ -479,7 +479,22 @@ TEST_F(EvalTest, GivenAVulkanShaderThatDoesNotCompileItIsACompileErrorAtTheCompF
   EXPECT_EQ(v.compiler_output.find("candidate.comp"), std::string::npos) << v.compiler_output;
 }
 
-// Every bundled problem's vulkan seed and candidates, at the problems' own (default) sizes.
+TEST_F(EvalTest, GivenAVulkanLauncherWithoutItsShaderTheMessageSaysWhereTheShaderGoes) {
+  Verdict v = Eval("scale", kData / "bad" / "no_shader_vulkan.cpp", "vulkan");
+  if (std::string why = NoVulkanDevice(v); !why.empty()) GTEST_SKIP() << "no Vulkan device here: " << why;
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError) << v.message;
+  EXPECT_NE(v.message.find("the extension .comp"), std::string::npos) << v.message;
+}
+
+TEST_F(EvalTest, GivenADirectVulkanCallTheStaticCheckRefusesIt) {
+  Verdict v = Eval("scale", kData / "exploits_vulkan" / "direct_submit.cpp", "vulkan");
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+  EXPECT_EQ(v.gate, "static") << v.message;
+  EXPECT_NE(v.message.find("calls the Vulkan API itself"), std::string::npos) << v.message;
+}
+
+// Every bundled problem's vulkan seed and candidates, at the quick sizes (and the hidden
+// variants of them), without baselines: about 1 s each on lavapipe.
 TEST_F(EvalTest, GivenTheBundledProblemsEveryVulkanSeedAndCandidateIsCorrect) {
   int judged = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(DataDir() / "problems")) {
@@ -494,6 +509,8 @@ TEST_F(EvalTest, GivenTheBundledProblemsEveryVulkanSeedAndCandidateIsCorrect) {
       SCOPED_TRACE(source.string());
       EvalOptions o;
       o.backend = "vulkan";
+      o.quick = true;
+      o.baselines = false;
       o.budget_ms = 20;
       o.min_runs = 2;
       o.max_runs = 5;
