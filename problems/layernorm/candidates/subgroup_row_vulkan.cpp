@@ -1,10 +1,10 @@
-// Optimized `layernorm` host code for the vulkan backend: one work-group per row (shared-memory
-// reductions for the mean and the variance).
+// Optimized `layernorm` host code for the vulkan backend: one work-group of one subgroup per row;
+// lanes read consecutive elements, the mean and the variance are subgroup reductions.
 //
-// Tunables (kforge optimize): KF_LOCAL (the work-group size, a power of two).
+// Tunables (kforge optimize): KF_SUBGROUPS (subgroups per work-group, one row per work-group).
 #include "kforge_vulkan.h"
 
-#define KF_LOCAL 128  // kforge:tune [32, 64, 128, 256]
+#define KF_SUBGROUPS 1  // kforge:tune [1, 2, 4, 8]
 
 struct Push {
   uint32_t rows, cols;
@@ -12,7 +12,9 @@ struct Push {
 };
 
 KF_EXPORT int kf_vk_run(const kf_vk_args* a) {
-  const uint32_t local = KF_LOCAL;
+  const uint32_t lanes = a->limits.subgroup_size ? a->limits.subgroup_size : 32;
+  const uint32_t local = lanes * KF_SUBGROUPS;
+  if (local > a->limits.max_workgroup_invocations || KF_SUBGROUPS > 32) return kf_vk_fail(a, "work-group too large");
   kf_vk_pipeline* p = a->pipeline(a, &local, 1);
   if (p == nullptr) return 1;
   const Push push{static_cast<uint32_t>(kf_vk_attr_i(a, "rows")), static_cast<uint32_t>(kf_vk_attr_i(a, "cols")),
