@@ -493,8 +493,12 @@ TEST_F(EvalTest, GivenADirectVulkanCallTheStaticCheckRefusesIt) {
   EXPECT_NE(v.message.find("calls the Vulkan API itself"), std::string::npos) << v.message;
 }
 
-// Every bundled problem's vulkan seed and candidates, at the quick sizes (and the hidden
-// variants of them), without baselines: about 1 s each on lavapipe.
+// Every bundled problem's vulkan seed and candidates, judged for correctness at the quick sizes
+// and their hidden variants (every check gate; no timing: the timing gates have their own test
+// above). Timed at the quick sizes, a naive kernel runs 3-4 ms on lavapipe, and under the full
+// suite's load on a 2-core VM the host's share of a launch outgrew 25% of that on every run,
+// which the supervisor-clock gate calls suspicious; at the default sizes it passes timed too
+// but takes three minutes.
 TEST_F(EvalTest, GivenTheBundledProblemsEveryVulkanSeedAndCandidateIsCorrect) {
   int judged = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(DataDir() / "problems")) {
@@ -510,6 +514,7 @@ TEST_F(EvalTest, GivenTheBundledProblemsEveryVulkanSeedAndCandidateIsCorrect) {
       EvalOptions o;
       o.backend = "vulkan";
       o.quick = true;
+      o.timing = false;
       o.baselines = false;
       o.budget_ms = 20;
       o.min_runs = 2;
