@@ -17,6 +17,7 @@
 namespace kforge {
 
 // Every entry point the device calls; all are resolved through vkGetInstanceProcAddr.
+// clang-format off
 #define KF_VK_INSTANCE_FUNCTIONS(X)                                                          \
   X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)        \
   X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceQueueFamilyProperties)              \
@@ -34,6 +35,7 @@ namespace kforge {
   X(vkCreateComputePipelines) X(vkDestroyPipeline) X(vkCreateDescriptorPool)                 \
   X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) X(vkAllocateDescriptorSets)            \
   X(vkUpdateDescriptorSets) X(vkDeviceWaitIdle)
+// clang-format on
 
 struct VulkanApi {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;

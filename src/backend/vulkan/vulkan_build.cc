@@ -5,7 +5,8 @@ namespace kforge {
 // Vulkan 1.1 SPIR-V (1.3): what every Vulkan 1.1 driver, lavapipe included, accepts; subgroup
 // operations need it. --vn writes the words as a C array instead of a binary file.
 std::vector<std::string> VulkanShaderCompileArgv(const std::string& shader) {
-  return {"glslangValidator", "-V", "--target-env", "vulkan1.1", "--vn", "kf_vk_shader_words", "-o", "kf_shader.h", shader};
+  return {"glslangValidator",   "-V", "--target-env", "vulkan1.1", "--vn",
+          "kf_vk_shader_words", "-o", "kf_shader.h",  shader};
 }
 
 const char* VulkanShaderGlue() {

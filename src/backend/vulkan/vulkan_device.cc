@@ -37,7 +37,7 @@ namespace {
 // kforge's peaks shader (peaks.comp), compiled to SPIR-V when kforge is built.
 #include "backend/vulkan/peaks.spv.h"
 
-constexpr uint32_t kMaxSets = 1024;  // dispatches per launch
+constexpr uint32_t kMaxSets = 1024;               // dispatches per launch
 constexpr int kPeakMode = 0, kPeakLocalSize = 1;  // peaks.comp's specialization constants
 
 // SPIR-V: what the shader asks for that loosens IEEE float32 semantics (docs/abi-vulkan.md).
@@ -58,30 +58,39 @@ ShaderPrecision ScanSpirv(const std::vector<uint32_t>& w) {
       p.float16 |= w[i + 1] == kCapFloat16;
       p.float64 |= w[i + 1] == kCapFloat64;
     }
-    if (op == kOpDecorate && len >= 3 && w[i + 2] == kDecorationRelaxedPrecision) ++p.relaxed_precision;
-    if (op == kOpMemberDecorate && len >= 4 && w[i + 3] == kDecorationRelaxedPrecision) ++p.relaxed_precision;
+    if (op == kOpDecorate && len >= 3 && w[i + 2] == kDecorationRelaxedPrecision)
+      ++p.relaxed_precision;
+    if (op == kOpMemberDecorate && len >= 4 && w[i + 3] == kDecorationRelaxedPrecision)
+      ++p.relaxed_precision;
     i += len;
   }
   return p;
 }
 
 double NowMs() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string DeviceTypeName(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
 std::string VersionText(uint32_t v) {
-  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
-         std::to_string(VK_API_VERSION_PATCH(v));
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
+         "." + std::to_string(VK_API_VERSION_PATCH(v));
 }
 
 using RunFn = int (*)(const kf_vk_args*);
@@ -101,7 +110,9 @@ class VulkanDevice : public Device {
   Status Read(BufferId b, void* dst, size_t bytes) override;
   Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) override;
   Status FlushCaches() override;
-  Status Synchronize() override { return Check(vk_->vkDeviceWaitIdle(device_), "vkDeviceWaitIdle"); }
+  Status Synchronize() override {
+    return Check(vk_->vkDeviceWaitIdle(device_), "vkDeviceWaitIdle");
+  }
   Status Load(const KernelSpec& spec) override;
   Result<int64_t> ScratchBytes(const LaunchArgs& args) override;
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
@@ -119,14 +130,16 @@ class VulkanDevice : public Device {
  private:
   struct VkArgs;  // kf_vk_args plus the arrays it points into
   Status Check(VkResult r, const char* what) {
-    return r == VK_SUCCESS ? Status::Ok() : Status::Unavailable(std::string(what) + " failed: " + VkResultName(r));
+    return r == VK_SUCCESS ? Status::Ok()
+                           : Status::Unavailable(std::string(what) + " failed: " + VkResultName(r));
   }
   int Fail(const std::string& message) {
     std::snprintf(error_, sizeof(error_), "%s", message.c_str());
     return 1;
   }
   bool IsCpu() const { return props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU; }
-  Result<uint32_t> MemoryType(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
+  Result<uint32_t> MemoryType(uint32_t type_bits, VkMemoryPropertyFlags required,
+                              VkMemoryPropertyFlags preferred);
   Result<std::unique_ptr<kf_vk_buffer>> NewBuffer(VkDeviceSize bytes, bool host_visible);
   void DestroyBuffer(kf_vk_buffer* b);
   Status EnsureStaging(size_t bytes);
@@ -135,14 +148,16 @@ class VulkanDevice : public Device {
   Status Submit(const std::function<Status()>& record);
   Result<double> ReadTimestamps();
   void MakeArgs(const LaunchArgs& args, VkArgs* out);
-  Result<double> TimePeak(kf_vk_pipeline* p, std::vector<kf_vk_buffer*> buffers, const void* push, uint32_t groups);
+  Result<double> TimePeak(kf_vk_pipeline* p, std::vector<kf_vk_buffer*> buffers, const void* push,
+                          uint32_t groups);
   Result<double> PeakBandwidth();
   Result<double> PeakFma();
 
   const VulkanApi* vk_;
   VkPhysicalDevice phys_;
   VkPhysicalDeviceProperties props_{};
-  VkPhysicalDeviceSubgroupProperties subgroup_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup_{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceMemoryProperties memory_{};
   uint32_t queue_family_ = 0;
   uint32_t timestamp_bits_ = 0;  // 0: the queue has no timestamps; the host clock stands in
@@ -159,7 +174,8 @@ class VulkanDevice : public Device {
   uint32_t flush_value_ = 0;
   std::vector<std::unique_ptr<kf_vk_buffer>> buffers_;
   VkShaderModule shader_ = VK_NULL_HANDLE, peaks_shader_ = VK_NULL_HANDLE;
-  std::map<std::pair<VkShaderModule, std::vector<uint32_t>>, std::unique_ptr<kf_vk_pipeline>> pipelines_;
+  std::map<std::pair<VkShaderModule, std::vector<uint32_t>>, std::unique_ptr<kf_vk_pipeline>>
+      pipelines_;
   std::vector<std::vector<uint32_t>> spec_seen_;  // the candidate's specialization sets, in order
   ShaderPrecision precision_;
   bool recording_ = false;  // dispatch() and fill() are valid only inside a launch
@@ -177,9 +193,11 @@ struct VulkanDevice::VkArgs {
 kf_vk_pipeline* PipelineCallback(const kf_vk_args* self, const uint32_t* spec, int32_t n_spec) {
   return static_cast<VulkanDevice*>(self->host)->CandidatePipeline(spec, n_spec);
 }
-int DispatchCallback(const kf_vk_args* self, kf_vk_pipeline* p, kf_vk_buffer* const* buffers, int32_t n,
-                     const void* push, int32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-  return static_cast<VulkanDevice*>(self->host)->RecordDispatch(p, buffers, n, push, push_bytes, gx, gy, gz);
+int DispatchCallback(const kf_vk_args* self, kf_vk_pipeline* p, kf_vk_buffer* const* buffers,
+                     int32_t n, const void* push, int32_t push_bytes, uint32_t gx, uint32_t gy,
+                     uint32_t gz) {
+  return static_cast<VulkanDevice*>(self->host)
+      ->RecordDispatch(p, buffers, n, push, push_bytes, gx, gy, gz);
 }
 int FillCallback(const kf_vk_args* self, kf_vk_buffer* b, int64_t bytes, uint32_t value) {
   return static_cast<VulkanDevice*>(self->host)->RecordFill(b, bytes, value);
@@ -220,7 +238,9 @@ Status VulkanDevice::Init() {
     queue_family_ = i;
     timestamp_bits_ = families[i].timestampValidBits;
   }
-  if (!found) return Status::Unavailable(std::string("Vulkan device ") + props_.deviceName + " has no compute queue");
+  if (!found)
+    return Status::Unavailable(std::string("Vulkan device ") + props_.deviceName +
+                               " has no compute queue");
   float priority = 1;
   VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   q.queueFamilyIndex = queue_family_;
@@ -234,19 +254,22 @@ Status VulkanDevice::Init() {
   VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cp.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   cp.queueFamilyIndex = queue_family_;
-  KF_RETURN_IF_ERROR(Check(vk_->vkCreateCommandPool(device_, &cp, nullptr, &pool_), "vkCreateCommandPool"));
+  KF_RETURN_IF_ERROR(
+      Check(vk_->vkCreateCommandPool(device_, &cp, nullptr, &pool_), "vkCreateCommandPool"));
   VkCommandBufferAllocateInfo ca{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ca.commandPool = pool_;
   ca.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ca.commandBufferCount = 1;
-  KF_RETURN_IF_ERROR(Check(vk_->vkAllocateCommandBuffers(device_, &ca, &cmd_), "vkAllocateCommandBuffers"));
+  KF_RETURN_IF_ERROR(
+      Check(vk_->vkAllocateCommandBuffers(device_, &ca, &cmd_), "vkAllocateCommandBuffers"));
   VkFenceCreateInfo f{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   KF_RETURN_IF_ERROR(Check(vk_->vkCreateFence(device_, &f, nullptr, &fence_), "vkCreateFence"));
   if (timestamp_bits_ > 0) {
     VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qp.queryCount = 2;
-    KF_RETURN_IF_ERROR(Check(vk_->vkCreateQueryPool(device_, &qp, nullptr, &queries_), "vkCreateQueryPool"));
+    KF_RETURN_IF_ERROR(
+        Check(vk_->vkCreateQueryPool(device_, &qp, nullptr, &queries_), "vkCreateQueryPool"));
   }
   // One layout for every pipeline: KF_VK_MAX_BINDINGS storage buffers and the push constants.
   std::vector<VkDescriptorSetLayoutBinding> bindings(KF_VK_MAX_BINDINGS);
@@ -255,25 +278,29 @@ Status VulkanDevice::Init() {
   VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   sl.bindingCount = KF_VK_MAX_BINDINGS;
   sl.pBindings = bindings.data();
-  KF_RETURN_IF_ERROR(Check(vk_->vkCreateDescriptorSetLayout(device_, &sl, nullptr, &set_layout_), "vkCreateDescriptorSetLayout"));
+  KF_RETURN_IF_ERROR(Check(vk_->vkCreateDescriptorSetLayout(device_, &sl, nullptr, &set_layout_),
+                           "vkCreateDescriptorSetLayout"));
   VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, KF_VK_MAX_PUSH_BYTES};
   VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pl.setLayoutCount = 1;
   pl.pSetLayouts = &set_layout_;
   pl.pushConstantRangeCount = 1;
   pl.pPushConstantRanges = &push;
-  KF_RETURN_IF_ERROR(Check(vk_->vkCreatePipelineLayout(device_, &pl, nullptr, &layout_), "vkCreatePipelineLayout"));
+  KF_RETURN_IF_ERROR(Check(vk_->vkCreatePipelineLayout(device_, &pl, nullptr, &layout_),
+                           "vkCreatePipelineLayout"));
   VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxSets * KF_VK_MAX_BINDINGS};
   VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   dp.maxSets = kMaxSets;
   dp.poolSizeCount = 1;
   dp.pPoolSizes = &size;
-  KF_RETURN_IF_ERROR(Check(vk_->vkCreateDescriptorPool(device_, &dp, nullptr, &descriptors_), "vkCreateDescriptorPool"));
+  KF_RETURN_IF_ERROR(Check(vk_->vkCreateDescriptorPool(device_, &dp, nullptr, &descriptors_),
+                           "vkCreateDescriptorPool"));
   KF_ASSIGN_OR_RETURN(dummy_, NewBuffer(256, false));
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   sm.codeSize = sizeof(kf_vk_peaks_spirv);
   sm.pCode = kf_vk_peaks_spirv;
-  return Check(vk_->vkCreateShaderModule(device_, &sm, nullptr, &peaks_shader_), "vkCreateShaderModule (peaks)");
+  return Check(vk_->vkCreateShaderModule(device_, &sm, nullptr, &peaks_shader_),
+               "vkCreateShaderModule (peaks)");
 }
 
 nlohmann::json VulkanDevice::Fingerprint() {
@@ -288,7 +315,8 @@ nlohmann::json VulkanDevice::Fingerprint() {
       {"subgroup_size", subgroup_.subgroupSize},
       {"timestamp_valid_bits", timestamp_bits_},
       {"timestamp_period_ns", props_.limits.timestampPeriod},
-      {"device_timer", timestamp_bits_ > 0 ? "timestamp queries" : "host clock (the compute queue has no timestamps)"},
+      {"device_timer", timestamp_bits_ > 0 ? "timestamp queries"
+                                           : "host clock (the compute queue has no timestamps)"},
   };
   if (IsCpu()) j["host"] = HostCpuFingerprint();
   return j;
@@ -304,26 +332,33 @@ Result<uint32_t> VulkanDevice::MemoryType(uint32_t type_bits, VkMemoryPropertyFl
   for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
     VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
     if (!(type_bits & (1u << i)) || (f & required) != required) continue;
-    if (best < 0 || ((f & preferred) == preferred && (memory_.memoryTypes[best].propertyFlags & preferred) != preferred))
+    if (best < 0 || ((f & preferred) == preferred &&
+                     (memory_.memoryTypes[best].propertyFlags & preferred) != preferred))
       best = static_cast<int>(i);
   }
-  if (best < 0) return Status::Unavailable("no Vulkan memory type with the properties a buffer needs");
+  if (best < 0)
+    return Status::Unavailable("no Vulkan memory type with the properties a buffer needs");
   return static_cast<uint32_t>(best);
 }
 
 // Device buffers prefer device-local memory; staging buffers are host-visible and coherent.
-Result<std::unique_ptr<kf_vk_buffer>> VulkanDevice::NewBuffer(VkDeviceSize bytes, bool host_visible) {
+Result<std::unique_ptr<kf_vk_buffer>> VulkanDevice::NewBuffer(VkDeviceSize bytes,
+                                                              bool host_visible) {
   auto b = std::make_unique<kf_vk_buffer>();
   b->bytes = std::max<VkDeviceSize>((bytes + 15) / 16 * 16, 64);  // fills need multiples of 4
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = b->bytes;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  KF_RETURN_IF_ERROR(Check(vk_->vkCreateBuffer(device_, &info, nullptr, &b->buffer), "vkCreateBuffer"));
+  KF_RETURN_IF_ERROR(
+      Check(vk_->vkCreateBuffer(device_, &info, nullptr, &b->buffer), "vkCreateBuffer"));
   VkMemoryRequirements req;
   vk_->vkGetBufferMemoryRequirements(device_, b->buffer, &req);
-  VkMemoryPropertyFlags required = host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT : 0;
-  VkMemoryPropertyFlags preferred = host_visible ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  VkMemoryPropertyFlags required =
+      host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT : 0;
+  VkMemoryPropertyFlags preferred =
+      host_visible ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   Result<uint32_t> type = MemoryType(req.memoryTypeBits, required, preferred);
   if (!type.ok()) {
     DestroyBuffer(b.get());
@@ -334,10 +369,12 @@ Result<std::unique_ptr<kf_vk_buffer>> VulkanDevice::NewBuffer(VkDeviceSize bytes
   alloc.memoryTypeIndex = *type;
   VkResult r = vk_->vkAllocateMemory(device_, &alloc, nullptr, &b->memory);
   if (r == VK_SUCCESS) r = vk_->vkBindBufferMemory(device_, b->buffer, b->memory, 0);
-  if (r == VK_SUCCESS && host_visible) r = vk_->vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
+  if (r == VK_SUCCESS && host_visible)
+    r = vk_->vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
   if (r != VK_SUCCESS) {
     DestroyBuffer(b.get());
-    return Status::Unavailable("cannot allocate " + std::to_string(bytes) + " bytes of Vulkan memory: " + VkResultName(r));
+    return Status::Unavailable("cannot allocate " + std::to_string(bytes) +
+                               " bytes of Vulkan memory: " + VkResultName(r));
   }
   return b;
 }
@@ -367,10 +404,11 @@ Status VulkanDevice::EnsureStaging(size_t bytes) {
 void VulkanDevice::Barrier() {
   VkMemoryBarrier m{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   m.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_MEMORY_READ_BIT;
-  m.dstAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_HOST_READ_BIT;
+  m.dstAccessMask =
+      VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_HOST_READ_BIT;
   vk_->vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                            VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &m, 0, nullptr, 0,
-                            nullptr);
+                            VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                            &m, 0, nullptr, 0, nullptr);
 }
 
 Status VulkanDevice::Submit(const std::function<Status()>& record) {
@@ -421,7 +459,8 @@ Status VulkanDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes,
   if (whole == 0) return Status::Ok();
   if (pattern_bytes <= 4 && whole % 4 == 0) {
     uint32_t word = 0;
-    for (size_t k = 0; k < 4; k += pattern_bytes) std::memcpy(reinterpret_cast<char*>(&word) + k, pattern, pattern_bytes);
+    for (size_t k = 0; k < 4; k += pattern_bytes)
+      std::memcpy(reinterpret_cast<char*>(&word) + k, pattern, pattern_bytes);
     return Submit([&] {
       vk_->vkCmdFillBuffer(cmd_, buffers_[b]->buffer, 0, whole, word);
       return Status::Ok();
@@ -438,7 +477,8 @@ Status VulkanDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes,
 
 Status VulkanDevice::FlushCaches() {
   if (!flush_) {
-    size_t bytes = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), IsCpu() ? 64 << 20 : 256 << 20));
+    size_t bytes = static_cast<size_t>(
+        std::max<int64_t>(2 * LastLevelCacheBytes(), IsCpu() ? 64 << 20 : 256 << 20));
     KF_ASSIGN_OR_RETURN(flush_, NewBuffer(bytes, false));
   }
   ++flush_value_;
@@ -458,8 +498,9 @@ Status VulkanDevice::Load(const KernelSpec& spec) {
   scratch_ = reinterpret_cast<ScratchFn>(dlsym(lib, "kf_vk_scratch_bytes"));
   auto spirv = reinterpret_cast<SpirvFn>(dlsym(lib, "kf_vk_spirv"));
   if (!spirv)
-    return Status::InvalidArgument("the candidate has no compute shader: put its GLSL in a file beside the host file "
-                                   "with the same stem and the extension .comp (see docs/abi-vulkan.md)");
+    return Status::InvalidArgument(
+        "the candidate has no compute shader: put its GLSL in a file beside the host file "
+        "with the same stem and the extension .comp (see docs/abi-vulkan.md)");
   uint64_t words = 0;
   const uint32_t* code = spirv(&words);
   std::vector<uint32_t> module(code, code + words);
@@ -468,13 +509,16 @@ Status VulkanDevice::Load(const KernelSpec& spec) {
   sm.codeSize = module.size() * 4;
   sm.pCode = module.data();
   VkResult r = vk_->vkCreateShaderModule(device_, &sm, nullptr, &shader_);
-  if (r != VK_SUCCESS) return Status::InvalidArgument("the driver refused the shader's SPIR-V: " + VkResultName(r));
+  if (r != VK_SUCCESS)
+    return Status::InvalidArgument("the driver refused the shader's SPIR-V: " + VkResultName(r));
   return Status::Ok();
 }
 
-kf_vk_pipeline* VulkanDevice::GetPipeline(VkShaderModule module, const uint32_t* spec, int32_t n_spec) {
+kf_vk_pipeline* VulkanDevice::GetPipeline(VkShaderModule module, const uint32_t* spec,
+                                          int32_t n_spec) {
   if (n_spec < 0 || n_spec > KF_VK_MAX_SPEC_CONSTANTS || (n_spec > 0 && !spec)) {
-    Fail("pipeline(): n_spec must be 0.." + std::to_string(KF_VK_MAX_SPEC_CONSTANTS) + " with spec non-NULL");
+    Fail("pipeline(): n_spec must be 0.." + std::to_string(KF_VK_MAX_SPEC_CONSTANTS) +
+         " with spec non-NULL");
     return nullptr;
   }
   std::vector<uint32_t> values(spec, spec + n_spec);
@@ -482,7 +526,8 @@ kf_vk_pipeline* VulkanDevice::GetPipeline(VkShaderModule module, const uint32_t*
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
   std::vector<VkSpecializationMapEntry> entries;
   for (uint32_t k = 0; k < static_cast<uint32_t>(n_spec); ++k) entries.push_back({k, 4 * k, 4});
-  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4, values.data()};
+  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4,
+                          values.data()};
   VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -491,7 +536,8 @@ kf_vk_pipeline* VulkanDevice::GetPipeline(VkShaderModule module, const uint32_t*
   info.stage.pSpecializationInfo = n_spec > 0 ? &si : nullptr;
   info.layout = layout_;
   auto p = std::make_unique<kf_vk_pipeline>();
-  VkResult r = vk_->vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline);
+  VkResult r =
+      vk_->vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline);
   if (r != VK_SUCCESS) {
     Fail("vkCreateComputePipelines failed: " + VkResultName(r));
     return nullptr;
@@ -508,19 +554,25 @@ kf_vk_pipeline* VulkanDevice::CandidatePipeline(const uint32_t* spec, int32_t n_
   return GetPipeline(shader_, spec, n_spec);
 }
 
-int VulkanDevice::RecordDispatch(kf_vk_pipeline* p, kf_vk_buffer* const* buffers, int32_t n, const void* push,
-                                 int32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+int VulkanDevice::RecordDispatch(kf_vk_pipeline* p, kf_vk_buffer* const* buffers, int32_t n,
+                                 const void* push, int32_t push_bytes, uint32_t gx, uint32_t gy,
+                                 uint32_t gz) {
   const VkPhysicalDeviceLimits& lim = props_.limits;
   if (!recording_) return Fail("dispatch() is valid only inside kf_vk_run");
   if (!p) return Fail("dispatch(): pipeline is NULL (pipeline() failed?)");
   if (n < 0 || n > KF_VK_MAX_BINDINGS || (n > 0 && !buffers))
     return Fail("dispatch(): n_buffers must be 0.." + std::to_string(KF_VK_MAX_BINDINGS));
-  if (push_bytes < 0 || push_bytes > KF_VK_MAX_PUSH_BYTES || push_bytes % 4 != 0 || (push_bytes > 0 && !push))
-    return Fail("dispatch(): push_bytes must be a multiple of 4 in 0.." + std::to_string(KF_VK_MAX_PUSH_BYTES));
-  if (gx > lim.maxComputeWorkGroupCount[0] || gy > lim.maxComputeWorkGroupCount[1] || gz > lim.maxComputeWorkGroupCount[2])
-    return Fail("dispatch(): " + std::to_string(gx) + " x " + std::to_string(gy) + " x " + std::to_string(gz) +
-                " work-groups exceed the device's maxComputeWorkGroupCount (" + std::to_string(lim.maxComputeWorkGroupCount[0]) +
-                ", " + std::to_string(lim.maxComputeWorkGroupCount[1]) + ", " + std::to_string(lim.maxComputeWorkGroupCount[2]) + ")");
+  if (push_bytes < 0 || push_bytes > KF_VK_MAX_PUSH_BYTES || push_bytes % 4 != 0 ||
+      (push_bytes > 0 && !push))
+    return Fail("dispatch(): push_bytes must be a multiple of 4 in 0.." +
+                std::to_string(KF_VK_MAX_PUSH_BYTES));
+  if (gx > lim.maxComputeWorkGroupCount[0] || gy > lim.maxComputeWorkGroupCount[1] ||
+      gz > lim.maxComputeWorkGroupCount[2])
+    return Fail("dispatch(): " + std::to_string(gx) + " x " + std::to_string(gy) + " x " +
+                std::to_string(gz) + " work-groups exceed the device's maxComputeWorkGroupCount (" +
+                std::to_string(lim.maxComputeWorkGroupCount[0]) + ", " +
+                std::to_string(lim.maxComputeWorkGroupCount[1]) + ", " +
+                std::to_string(lim.maxComputeWorkGroupCount[2]) + ")");
   if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to run
   VkDescriptorSet set = VK_NULL_HANDLE;
   VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -529,14 +581,17 @@ int VulkanDevice::RecordDispatch(kf_vk_pipeline* p, kf_vk_buffer* const* buffers
   alloc.pSetLayouts = &set_layout_;
   VkResult r = vk_->vkAllocateDescriptorSets(device_, &alloc, &set);
   if (r != VK_SUCCESS)
-    return Fail("dispatch(): more than " + std::to_string(kMaxSets) + " dispatches in one call (" + VkResultName(r) + ")");
+    return Fail("dispatch(): more than " + std::to_string(kMaxSets) + " dispatches in one call (" +
+                VkResultName(r) + ")");
   VkDescriptorBufferInfo infos[KF_VK_MAX_BINDINGS];
   VkWriteDescriptorSet writes[KF_VK_MAX_BINDINGS];
   for (int k = 0; k < KF_VK_MAX_BINDINGS; ++k) {
     kf_vk_buffer* b = k < n && buffers[k] ? buffers[k] : dummy_.get();
     if (b->bytes > lim.maxStorageBufferRange)
-      return Fail("dispatch(): binding " + std::to_string(k) + " holds " + std::to_string(b->bytes) +
-                  " bytes, more than the device's maxStorageBufferRange (" + std::to_string(lim.maxStorageBufferRange) + ")");
+      return Fail("dispatch(): binding " + std::to_string(k) + " holds " +
+                  std::to_string(b->bytes) +
+                  " bytes, more than the device's maxStorageBufferRange (" +
+                  std::to_string(lim.maxStorageBufferRange) + ")");
     infos[k] = {b->buffer, 0, VK_WHOLE_SIZE};
     writes[k] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[k].dstSet = set;
@@ -548,9 +603,11 @@ int VulkanDevice::RecordDispatch(kf_vk_pipeline* p, kf_vk_buffer* const* buffers
   vk_->vkUpdateDescriptorSets(device_, KF_VK_MAX_BINDINGS, writes, 0, nullptr);
   Barrier();
   vk_->vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
-  vk_->vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set, 0, nullptr);
+  vk_->vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set, 0,
+                               nullptr);
   if (push_bytes > 0)
-    vk_->vkCmdPushConstants(cmd_, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push_bytes), push);
+    vk_->vkCmdPushConstants(cmd_, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                            static_cast<uint32_t>(push_bytes), push);
   vk_->vkCmdDispatch(cmd_, gx, gy, gz);
   return 0;
 }
@@ -559,7 +616,8 @@ int VulkanDevice::RecordFill(kf_vk_buffer* b, int64_t bytes, uint32_t value) {
   if (!recording_) return Fail("fill() is valid only inside kf_vk_run");
   if (!b) return Fail("fill(): buffer is NULL");
   if (bytes < 0 || bytes % 4 != 0 || static_cast<VkDeviceSize>(bytes) > b->bytes)
-    return Fail("fill(): bytes must be a multiple of 4 within the buffer (" + std::to_string(b->bytes) + " bytes)");
+    return Fail("fill(): bytes must be a multiple of 4 within the buffer (" +
+                std::to_string(b->bytes) + " bytes)");
   if (bytes == 0) return 0;
   Barrier();
   vk_->vkCmdFillBuffer(cmd_, b->buffer, 0, static_cast<VkDeviceSize>(bytes), value);
@@ -607,7 +665,8 @@ Result<int64_t> VulkanDevice::ScratchBytes(const LaunchArgs& args) {
   VkArgs c;
   MakeArgs(args, &c);
   int64_t n = scratch_(&c.args);
-  if (n < 0 || n > (int64_t{64} << 30)) return Status::InvalidArgument("kf_vk_scratch_bytes returned " + std::to_string(n));
+  if (n < 0 || n > (int64_t{64} << 30))
+    return Status::InvalidArgument("kf_vk_scratch_bytes returned " + std::to_string(n));
   return n;
 }
 
@@ -618,7 +677,8 @@ Result<double> VulkanDevice::ReadTimestamps() {
   uint64_t t[2] = {0, 0};
   VkResult r = vk_->vkGetQueryPoolResults(device_, queries_, 0, 2, sizeof(t), t, sizeof(uint64_t),
                                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-  if (r != VK_SUCCESS) return Status::Unavailable("vkGetQueryPoolResults failed: " + VkResultName(r));
+  if (r != VK_SUCCESS)
+    return Status::Unavailable("vkGetQueryPoolResults failed: " + VkResultName(r));
   uint64_t mask = timestamp_bits_ >= 64 ? ~uint64_t{0} : (uint64_t{1} << timestamp_bits_) - 1;
   uint64_t ticks = ((t[1] & mask) - (t[0] & mask)) & mask;  // wraps once at most
   return ticks * static_cast<double>(props_.limits.timestampPeriod) * 1e-6;
@@ -628,7 +688,8 @@ Result<LaunchTiming> VulkanDevice::Launch(const LaunchArgs& args) {
   VkArgs c;
   MakeArgs(args, &c);
   error_[0] = '\0';
-  KF_RETURN_IF_ERROR(Check(vk_->vkResetDescriptorPool(device_, descriptors_, 0), "vkResetDescriptorPool"));
+  KF_RETURN_IF_ERROR(
+      Check(vk_->vkResetDescriptorPool(device_, descriptors_, 0), "vkResetDescriptorPool"));
   int rc = 0;
   double h0 = NowMs();
   Status s = Submit([&] {
@@ -640,7 +701,8 @@ Result<LaunchTiming> VulkanDevice::Launch(const LaunchArgs& args) {
     rc = run_ ? run_(&c.args) : 0;  // nothing loaded: a null run (the worker's calibration)
     recording_ = false;
     if (rc != 0)
-      return Status::InvalidArgument("kf_vk_run returned " + std::to_string(rc) + (error_[0] ? std::string(": ") + error_ : std::string()));
+      return Status::InvalidArgument("kf_vk_run returned " + std::to_string(rc) +
+                                     (error_[0] ? std::string(": ") + error_ : std::string()));
     if (queries_) {
       Barrier();
       vk_->vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
@@ -665,9 +727,10 @@ nlohmann::json VulkanDevice::PrecisionReport() {
 }
 
 // One timed dispatch of a peaks pipeline: timestamps, or the host clock without them.
-Result<double> VulkanDevice::TimePeak(kf_vk_pipeline* p, std::vector<kf_vk_buffer*> buffers, const void* push,
-                                      uint32_t groups) {
-  KF_RETURN_IF_ERROR(Check(vk_->vkResetDescriptorPool(device_, descriptors_, 0), "vkResetDescriptorPool"));
+Result<double> VulkanDevice::TimePeak(kf_vk_pipeline* p, std::vector<kf_vk_buffer*> buffers,
+                                      const void* push, uint32_t groups) {
+  KF_RETURN_IF_ERROR(
+      Check(vk_->vkResetDescriptorPool(device_, descriptors_, 0), "vkResetDescriptorPool"));
   double h0 = NowMs();
   KF_RETURN_IF_ERROR(Submit([&] {
     if (queries_) {
@@ -675,7 +738,8 @@ Result<double> VulkanDevice::TimePeak(kf_vk_pipeline* p, std::vector<kf_vk_buffe
       vk_->vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
     }
     recording_ = true;
-    int rc = RecordDispatch(p, buffers.data(), static_cast<int32_t>(buffers.size()), push, 16, groups, 1, 1);
+    int rc = RecordDispatch(p, buffers.data(), static_cast<int32_t>(buffers.size()), push, 16,
+                            groups, 1, 1);
     recording_ = false;
     if (rc != 0) return Status::Unavailable(std::string("peaks dispatch: ") + error_);
     if (queries_) {
@@ -701,11 +765,12 @@ Result<double> VulkanDevice::PeakBandwidth() {
   // One vec4 per invocation where the group count allows (a grid-stride loop covers the rest):
   // on lavapipe, 64 groups looping over the buffer measured 0.7 GB/s where gelu reached 1.8.
   const uint32_t local = 256;
-  const uint32_t groups = static_cast<uint32_t>(
-      std::min<uint64_t>((bytes / 16 + local - 1) / local, props_.limits.maxComputeWorkGroupCount[0]));
+  const uint32_t groups = static_cast<uint32_t>(std::min<uint64_t>(
+      (bytes / 16 + local - 1) / local, props_.limits.maxComputeWorkGroupCount[0]));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<kf_vk_buffer> src, NewBuffer(bytes, false));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<kf_vk_buffer> dst, NewBuffer(bytes, false));
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<kf_vk_buffer> sums, NewBuffer(uint64_t{groups} * local * 4, false));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<kf_vk_buffer> sums,
+                      NewBuffer(uint64_t{groups} * local * 4, false));
   std::vector<kf_vk_buffer*> bound = {src.get(), dst.get(), sums.get()};
   KF_RETURN_IF_ERROR(Submit([&] {
     for (kf_vk_buffer* b : bound) vk_->vkCmdFillBuffer(cmd_, b->buffer, 0, VK_WHOLE_SIZE, 0);
@@ -737,7 +802,8 @@ Result<double> VulkanDevice::PeakFma() {
   PeakPush push{0, iters, 0.999999f, 1e-7f};
   double best = 0;
   for (int rep = 0; rep < 4; ++rep) {
-    KF_ASSIGN_OR_RETURN(double ms, TimePeak(p, {dummy_.get(), dummy_.get(), sums.get()}, &push, groups));
+    KF_ASSIGN_OR_RETURN(double ms,
+                        TimePeak(p, {dummy_.get(), dummy_.get(), sums.get()}, &push, groups));
     double flops = 2.0 * 16 * 4 * iters * static_cast<double>(groups) * local;
     if (rep > 0 && ms > 0) best = std::max(best, flops / (ms * 1e-3) / 1e9);
   }
@@ -749,10 +815,17 @@ Result<Peaks> VulkanDevice::MeasurePeaks() {
   Peaks p;
   KF_ASSIGN_OR_RETURN(p.bandwidth_gbs, PeakBandwidth());
   KF_ASSIGN_OR_RETURN(p.fp32_gflops, PeakFma());
-  std::string timer = queries_ ? "timestamp queries" : "the host clock (no timestamps on the compute queue)";
-  p.detail = {{"bandwidth", "max of copy (read+write bytes) and read (read bytes) in peaks.comp over up to 8x the cache "
-                            "(at most maxStorageBufferRange), best of 5 runs each, timed by " + timer},
-              {"fp32", "best of 3 runs of the fma mode of peaks.comp: 16 vec4 FMA chains per invocation, timed by " + timer}};
+  std::string timer =
+      queries_ ? "timestamp queries" : "the host clock (no timestamps on the compute queue)";
+  p.detail = {
+      {"bandwidth",
+       "max of copy (read+write bytes) and read (read bytes) in peaks.comp over up to 8x the cache "
+       "(at most maxStorageBufferRange), best of 5 runs each, timed by " +
+           timer},
+      {"fp32",
+       "best of 3 runs of the fma mode of peaks.comp: 16 vec4 FMA chains per invocation, timed "
+       "by " +
+           timer}};
   return p;
 }
 
@@ -761,8 +834,10 @@ Result<Peaks> VulkanDevice::MeasurePeaks() {
 // here (the speed-of-light gate then has no floor for it: docs/evaluation.md).
 Result<TheoreticalPeaks> VulkanDevice::ComputeTheoreticalPeaks() {
   if (!IsCpu())
-    return Status::Unavailable("Vulkan does not report a GPU's compute units or clocks, so kforge has no theoretical "
-                               "peaks for " + std::string(props_.deviceName));
+    return Status::Unavailable(
+        "Vulkan does not report a GPU's compute units or clocks, so kforge has no theoretical "
+        "peaks for " +
+        std::string(props_.deviceName));
   TheoreticalPeaks p = CpuTheoreticalPeaks(ReadHostCpuFacts());
   p.basis["vulkan_device"] = std::string(props_.deviceName) + " runs on the host CPU";
   return p;
@@ -777,7 +852,8 @@ Result<std::vector<std::string>> ListVulkanDevices() {
   for (VkPhysicalDevice d : devices) {
     VkPhysicalDeviceProperties p;
     vk->vkGetPhysicalDeviceProperties(d, &p);
-    out.push_back(std::string(p.deviceName) + " (" + DeviceTypeName(p.deviceType) + ", Vulkan " + VersionText(p.apiVersion) + ")");
+    out.push_back(std::string(p.deviceName) + " (" + DeviceTypeName(p.deviceType) + ", Vulkan " +
+                  VersionText(p.apiVersion) + ")");
   }
   return out;
 }
@@ -786,8 +862,9 @@ Result<std::unique_ptr<Device>> NewVulkanDevice(int index) {
   KF_ASSIGN_OR_RETURN(const VulkanApi* vk, LoadVulkan());
   KF_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices, VulkanPhysicalDevices());
   if (index < 0 || index >= static_cast<int>(devices.size()))
-    return Status::NotFound("Vulkan device " + std::to_string(index) + " does not exist; there are " +
-                            std::to_string(devices.size()) + " (see `kforge doctor`)");
+    return Status::NotFound("Vulkan device " + std::to_string(index) +
+                            " does not exist; there are " + std::to_string(devices.size()) +
+                            " (see `kforge doctor`)");
   auto dev = std::make_unique<VulkanDevice>(vk, devices[index]);
   KF_RETURN_IF_ERROR(dev->Init());
   return std::unique_ptr<Device>(std::move(dev));
