@@ -24,7 +24,7 @@ TEST(TemplateTest, GivenAnUnclosedSectionItNamesIt) {
 }
 
 TEST(TemplateTest, GivenTheShippedPromptsEveryBackendHasAnExample) {
-  for (const char* b : {"cpp", "opencl", "cuda", "triton", "pytorch"}) {
+  for (const char* b : {"cpp", "opencl", "cuda", "vulkan", "triton", "pytorch"}) {
     EXPECT_TRUE(BackendPromptSection(b, "example").ok()) << b;
     EXPECT_TRUE(BackendPromptSection(b, "answer-format").ok()) << b;
   }
@@ -52,6 +52,16 @@ TEST(ExtractTest, GivenHostAndKernelBlocksItSplitsThemForOpenCl) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->main, "host\n");
   EXPECT_EQ(c->program, "__kernel void k() {}\n");
+}
+
+TEST(ExtractTest, GivenHostAndGlslBlocksItSplitsThemForVulkan) {
+  auto c = ExtractCandidate("```cpp\nhost\n```\ntext\n```glsl\n#version 450\nvoid main() {}\n```\n", "vulkan");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->main, "host\n");
+  EXPECT_EQ(c->program, "#version 450\nvoid main() {}\n");
+  auto none = ExtractCandidate("```cpp\nhost\n```\n", "vulkan");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("```glsl"), std::string::npos);
 }
 
 TEST(ExtractTest, GivenFileNamesInInfoStringsOrFirstLinesItRecognisesTheKernelFile) {

@@ -69,7 +69,7 @@ TEST(PromptSizeTest, GivenARequestItCountsEveryTextByteAndEstimatesFromThem) {
 }
 
 TEST(PromptProfileTest, GivenEveryShippedBackendItHasAnAbiSummary) {
-  for (const char* b : {"cpp", "opencl", "cuda", "triton", "pytorch"}) {
+  for (const char* b : {"cpp", "opencl", "cuda", "vulkan", "triton", "pytorch"}) {
     Result<std::string> summary = BackendPromptSection(b, "abi-summary");
     ASSERT_TRUE(summary.ok()) << b << ": " << summary.status().ToString();
     EXPECT_LT(summary->size(), 1000u) << b << ": a summary is a few lines";

@@ -93,6 +93,12 @@ struct BackendSpec {
   AdvisoryTool profiler;
   // `--sanitize`: memory and race checks (cuda: compute-sanitizer), as the verdict's `sanitizer`.
   AdvisoryTool sanitizer;
+  // Backends that compile their sibling ahead of time (vulkan: GLSL to SPIR-V,
+  // vulkan/vulkan_build.h): the command, run in the compile folder, that compiles sibling file
+  // `in` into the header kf_shader.h, and a C++ file compiled and linked with the host file that
+  // exports what the header holds. nullptr: the sibling travels to the worker as text (OpenCL).
+  std::vector<std::string> (*sibling_compile)(const std::string& in) = nullptr;
+  const char* (*sibling_glue)() = nullptr;
 };
 
 // Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.

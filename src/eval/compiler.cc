@@ -158,6 +158,46 @@ std::string BuildArch(ProcessRunner& runner, const BackendSpec& backend, int dev
 
 namespace {
 
+// The sibling a backend compiles ahead of time (vulkan's <stem>.comp), or an empty path.
+fs::path CompiledSibling(const BackendSpec& backend, const fs::path& source, CompileKind kind) {
+  if (!backend.sibling_compile || kind != CompileKind::kCandidate) return {};
+  fs::path sib = source;
+  sib.replace_extension(backend.sibling_extension);
+  return fs::exists(sib) ? sib : fs::path();
+}
+
+// Compiles the sibling into dir (vulkan: kf_shader.h) in the sandbox and writes the glue file
+// that goes with the host file. False with out->log set when the sibling does not compile.
+Result<bool> CompileSibling(ProcessRunner& runner, const BackendSpec& backend, const fs::path& sibling,
+                            const fs::path& dir, CompileOutput* out) {
+  KF_ASSIGN_OR_RETURN(std::string text, ReadFile(sibling));
+  const std::string name = std::string("candidate") + backend.sibling_extension;
+  KF_RETURN_IF_ERROR(WriteFileAtomic(dir / name, text));
+  ProcessSpec spec;
+  spec.argv = backend.sibling_compile(name);
+  spec.cwd = dir;
+  spec.env = CompilerEnv(dir);
+  spec.limits.wall_seconds = 60;
+  spec.limits.cpu_seconds = 60;
+  spec.limits.address_space_bytes = 4ull << 30;
+  spec.limits.output_bytes = 1 << 20;
+  ProcessResult r = runner.Run(spec);
+  if (IsTransient(r)) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    r = runner.Run(spec);
+  }
+  out->command = spec.argv;
+  if (r.Succeeded() && fs::exists(dir / "kf_shader.h")) {
+    KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "kf_sibling_glue.cc", backend.sibling_glue()));
+    return true;
+  }
+  out->log = "compiler " + r.Describe() + (r.start_error.empty() ? "" : ": " + r.start_error) + "\n" +
+             RenameSourceInLog(TrimCompilerLog(r.out + r.err), name, sibling.filename().string());
+  out->ok = false;
+  out->rejected = r.end == ProcessResult::End::kExited && r.exit_code != 0;
+  return false;
+}
+
 // Builds `text` into out->library (not there yet). Success is kept on disk, in the cache.
 Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& source, const std::string& text,
              CompileKind kind, bool nvcc, const std::vector<std::string>& flags, const std::vector<std::string>& link,
@@ -179,10 +219,21 @@ Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& 
     if (ec) return Status::NotFound("cannot copy the ABI header " + (AbiIncludeDir() / h).string() + ": " + ec.message() +
                                     "; set KFORGE_HOME to kforge's source or install folder");
   }
+  std::vector<std::string> sources = {source_name};
+  if (fs::path sibling = CompiledSibling(backend, source, kind); !sibling.empty()) {
+    KF_ASSIGN_OR_RETURN(bool compiled, CompileSibling(runner, backend, sibling, dir, &out));
+    if (!compiled) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+      return Status::Ok();
+    }
+    sources.push_back("kf_sibling_glue.cc");
+  }
   ProcessSpec spec;
   spec.argv = {tool};
   spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
-  spec.argv.insert(spec.argv.end(), {source_name, "-o", "candidate.so"});
+  spec.argv.insert(spec.argv.end(), sources.begin(), sources.end());
+  spec.argv.insert(spec.argv.end(), {"-o", "candidate.so"});
   spec.argv.insert(spec.argv.end(), link.begin(), link.end());
   spec.cwd = dir;
   spec.env = CompilerEnv(dir);
@@ -244,6 +295,11 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
   std::string key_text = (nvcc ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
   for (const std::string& f : flags) key_text += "\n" + f;
   for (const std::string& f : link) key_text += "\n" + f;
+  if (fs::path sibling = CompiledSibling(backend, source, kind); !sibling.empty()) {
+    KF_ASSIGN_OR_RETURN(std::string sibling_text, ReadFile(sibling));
+    for (const std::string& a : backend.sibling_compile("candidate")) key_text += "\n" + a;
+    key_text += "\n" + std::string(backend.sibling_glue()) + "\n" + sibling_text;
+  }
   CompileOutput out;
   out.key = Hash128Hex(key_text);
   if (nvcc) out.arch = arch.empty() ? "sm_90" : arch;

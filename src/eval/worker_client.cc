@@ -26,7 +26,8 @@ void SetWorkerEnv(const fs::path& dir, ProcessSpec* spec) {
   env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES",
                            "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT",
-                           "KFORGE_CUPTI", "KFORGE_NVCC"}) {  // where the worker looks for libcupti
+                           "KFORGE_CUPTI", "KFORGE_NVCC",  // where the worker looks for libcupti
+                           "VK_DRIVER_FILES", "VK_ICD_FILENAMES", "LP_NUM_THREADS"}) {  // Vulkan's drivers
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   Result<fs::path> cache = CacheDir();

@@ -757,10 +757,16 @@ llm::RoleSettings RoleFromJson(const json& j) {
   return role;
 }
 
-std::string CandidateText(const AttemptRow& a) {
+// A candidate as the models see it: its main file, and its sibling kernel source in blocks
+// tagged with the backend's code-block languages (backend/registry.h).
+std::string CandidateText(const AttemptRow& a, const BackendSpec& backend) {
   std::string s = a.source;
   json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
-  if (extra.is_object() && extra.contains("program")) s = "```cpp\n" + s + "```\n```opencl\n" + extra["program"].get<std::string>() + "```\n";
+  if (extra.is_object() && extra.contains("program")) {
+    const std::string main = backend.code_languages.empty() ? "" : backend.code_languages[0];
+    const std::string program = backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0];
+    s = "```" + main + "\n" + s + "```\n```" + program + "\n" + extra["program"].get<std::string>() + "```\n";
+  }
   return s;
 }
 
@@ -798,7 +804,7 @@ Result<bool> ForgeRun::Functional(int64_t iteration, const AttemptRow* start, in
     if (OverBudget(&why)) return false;
     GenerationContext ctx = BaseContext(previous.number > 0 ? "repair" : "first", previous.number);
     if (previous.number > 0) {
-      ctx.previous = CandidateText(previous);
+      ctx.previous = CandidateText(previous, *backend_);
       ctx.previous_files = CandidateFiles(previous, options_.backend, *backend_);
       json v = json::parse(previous.verdict_json, nullptr, false);
       ctx.verdict_status = previous.status;
@@ -839,7 +845,7 @@ Result<Recommendation> ForgeRun::Analyse(AttemptRow best) {
     ApplyRole(options_.analyst_llm, &options);
     const PromptLimits& limits = options_.analyst_prompt;
     KF_ASSIGN_OR_RETURN(FittedRequest first,
-                        FitAnalystRequest({problem_.name, options_.backend, CandidateText(best), profile}, options, limits));
+                        FitAnalystRequest({problem_.name, options_.backend, CandidateText(best, *backend_), profile}, options, limits));
     KF_ASSIGN_OR_RETURN(const json images, AttachProfileImages(best, verdict, &first.request));
     FittedRequest req = first;
     req.request.files = CandidateFiles(best, options_.backend, *backend_);
@@ -920,7 +926,7 @@ Status ForgeRun::Optimize() {
       batch.push_back(a);
     }
     GenerationContext ctx = BaseContext("optimize", best.number);
-    ctx.previous = CandidateText(best);
+    ctx.previous = CandidateText(best, *backend_);
     ctx.previous_files = CandidateFiles(best, options_.backend, *backend_);
     ctx.verdict_status = best.status;
     json bv = json::parse(best.verdict_json, nullptr, false);
