@@ -33,11 +33,15 @@ struct BackendInfo {
   // Worker side.
   Result<std::unique_ptr<Device>> (*open)(int device_index);
   Result<std::vector<std::string>> (*list_devices)();
-  // Toolchain: "g++" (flags above plus kforge's C++ flags) or "nvcc" (built for the evaluating
-  // device's own architecture, which the orchestrator learns from the worker's probe).
+  // Toolchain: "g++" (flags above plus kforge's C++ flags), "nvcc" or "hipcc" (built for the
+  // evaluating device's own architecture, which the orchestrator learns from the worker's probe).
   const char* compiler = "g++";
   const char* source_name = "candidate.cc";  // the file name the compiler sees
   bool per_device_arch = false;
+  // per_device_arch: the target built for when no device can be asked ("sm_90", "gfx90a"), and
+  // the environment variable that overrides it (KFORGE_CUDA_ARCH, KFORGE_HIP_ARCH).
+  const char* default_arch = "sm_90";
+  const char* arch_env = "KFORGE_CUDA_ARCH";
   // Parses the compiler's log into the verdict's `resources` (nullptr: none).
   nlohmann::json (*compile_report)(const std::string& log) = nullptr;
   // The worker needs an unlimited address space (CUDA reserves terabytes of virtual memory).

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <regex>
 
+#include "backend/hip/hip_toolchain.h"
 #include "base/files.h"
 #include "eval/compile_log.h"
 #include "eval/worker_client.h"
@@ -30,7 +31,7 @@ bool IsTransient(const ProcessResult& r) {
 // The ABI headers are copied into every compile folder: the compiler runs as the sandbox user,
 // who may not be able to read the source tree (a root user's /root or a mktemp -d clone).
 constexpr const char* kAbiCopy = "kforge_abi";
-constexpr const char* kAbiHeaders[] = {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h", "kforge_cuda.h"};
+constexpr const char* kAbiHeaders[] = {"kforge_cpu.h", "kforge_reference.h", "kforge_opencl.h", "kforge_cuda.h", "kforge_hip.h"};
 
 std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
   const char* path = std::getenv("PATH");
@@ -49,6 +50,11 @@ std::vector<std::string> NvccFlags(const BackendInfo& backend, const std::string
 }
 
 bool IsNvcc(const BackendInfo& backend) { return std::string(backend.compiler) == "nvcc"; }
+bool IsHipcc(const BackendInfo& backend) { return std::string(backend.compiler) == "hipcc"; }
+// A compiler for a device target (nvcc, hipcc) rather than g++.
+bool IsDeviceCompiler(const BackendInfo& backend) { return IsNvcc(backend) || IsHipcc(backend); }
+
+std::string FindDeviceCompiler(const BackendInfo& backend) { return IsHipcc(backend) ? FindHipcc() : FindNvcc(); }
 
 std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>& argv) {
   ProcessSpec spec;
@@ -104,6 +110,17 @@ std::string CompilerVersion(ProcessRunner& runner) {
 }
 
 std::string ToolchainVersion(ProcessRunner& runner, const BackendInfo& backend) {
+  if (IsHipcc(backend)) {
+    static std::mutex mu;
+    static std::string version;
+    std::lock_guard<std::mutex> lock(mu);
+    if (version.empty()) {
+      std::string hipcc = FindHipcc();
+      std::string kept = hipcc.empty() ? "" : HipccVersionLine(RunForVersion(runner, {hipcc, "--version"}));
+      version = (kept.empty() ? "hipcc (not found)" : kept) + " | host " + CompilerVersion(runner);
+    }
+    return version;
+  }
   if (!IsNvcc(backend)) return CompilerVersion(runner);
   static std::mutex mu;
   static std::string version;
@@ -138,7 +155,7 @@ Result<std::string> DeviceArch(ProcessRunner& runner, const BackendInfo& backend
   } else if (probe.ok()) {
     const nlohmann::json devices = j.value("devices", nlohmann::json::array());
     std::smatch m;
-    static const std::regex kArch(R"(\b(sm_\d+a?)\b)");
+    static const std::regex kArch(R"(\b(sm_\d+a?|gfx[0-9a-f]+)\b)");
     std::string d = device >= 0 && device < static_cast<int>(devices.size()) ? devices[device].get<std::string>() : "";
     arch = std::regex_search(d, m, kArch) ? Result<std::string>(std::string(m[1]))
                                           : Status::NotFound(std::string(backend.name) + " device " + std::to_string(device) + " does not exist");
@@ -151,8 +168,8 @@ std::string BuildArch(ProcessRunner& runner, const BackendInfo& backend, int dev
   if (!backend.per_device_arch) return "";
   Result<std::string> arch = DeviceArch(runner, backend, device);
   if (arch.ok()) return *arch;
-  const char* env = std::getenv("KFORGE_CUDA_ARCH");
-  std::string chosen = env && *env ? env : "sm_90";
+  const char* env = std::getenv(backend.arch_env);
+  std::string chosen = env && *env ? env : backend.default_arch;
   if (guessed) *guessed = "compiled for " + chosen + " without a device to ask: " + arch.status().message();
   return chosen;
 }
@@ -161,13 +178,16 @@ namespace {
 
 // Builds `text` into out->library (not there yet). Success is kept on disk, in the cache.
 Status Build(ProcessRunner& runner, const BackendInfo& backend, const fs::path& source, const std::string& text,
-             CompileKind kind, bool nvcc, const std::vector<std::string>& flags, const std::vector<std::string>& link,
+             CompileKind kind, bool device_compiler, const std::vector<std::string>& flags, const std::vector<std::string>& link,
              const fs::path& report, CompileOutput* out_ptr) {
   CompileOutput& out = *out_ptr;
-  std::string tool = nvcc ? FindNvcc() : "g++";
+  std::string tool = device_compiler ? FindDeviceCompiler(backend) : "g++";
   if (tool.empty()) {
-    out.log = "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
-              "toolkit, or put its bin/ on PATH, to build cuda candidates";
+    out.log = IsHipcc(backend)
+                  ? "hipcc not found (looked at $KFORGE_HIPCC, PATH and /opt/rocm/bin): install it (Debian 12: "
+                    "`apt-get install hipcc`; or ROCm from repo.radeon.com) to build hip candidates"
+                  : "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
+                    "toolkit, or put its bin/ on PATH, to build cuda candidates";
     return Status::Ok();
   }
   const std::string source_name = kind == CompileKind::kCandidate ? backend.source_name : "candidate.cc";
@@ -189,7 +209,7 @@ Status Build(ProcessRunner& runner, const BackendInfo& backend, const fs::path& 
   spec.env = CompilerEnv(dir);
   spec.limits.wall_seconds = 180;
   spec.limits.cpu_seconds = 300;
-  spec.limits.address_space_bytes = nvcc ? 16ull << 30 : 4ull << 30;
+  spec.limits.address_space_bytes = device_compiler ? 16ull << 30 : 4ull << 30;
   spec.limits.output_bytes = 1 << 20;
   ProcessResult r = runner.Run(spec);
   // A compiler that could not start or fork (the sandbox user's process limit is shared by
@@ -239,15 +259,18 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
                               const fs::path& source, CompileKind kind, const std::string& arch) {
   auto start = std::chrono::steady_clock::now();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
-  bool nvcc = IsNvcc(backend) && kind == CompileKind::kCandidate;
-  std::vector<std::string> flags = nvcc ? NvccFlags(backend, arch.empty() ? "sm_90" : arch) : Flags(backend, kind);
+  bool device_compiler = IsDeviceCompiler(backend) && kind == CompileKind::kCandidate;
+  const std::string target = arch.empty() ? backend.default_arch : arch;
+  std::vector<std::string> flags = !device_compiler ? Flags(backend, kind)
+                                   : IsHipcc(backend) ? HipccFlags(target, kAbiCopy)
+                                                      : NvccFlags(backend, target);
   std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
-  std::string key_text = (nvcc ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
+  std::string key_text = (device_compiler ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
   for (const std::string& f : flags) key_text += "\n" + f;
   for (const std::string& f : link) key_text += "\n" + f;
   CompileOutput out;
   out.key = Hash128Hex(key_text);
-  if (nvcc) out.arch = arch.empty() ? "sm_90" : arch;
+  if (device_compiler) out.arch = target;
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
   fs::create_directories(cache / "build");
   out.library = cache / "build" / (out.key + ".so");
@@ -282,7 +305,7 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendInfo& backend,
     }
     return r;
   }
-  Status built = Build(runner, backend, source, text, kind, nvcc, flags, link, report, &out);
+  Status built = Build(runner, backend, source, text, kind, device_compiler, flags, link, report, &out);
   out.seconds = seconds();
   Result<CompileOutput> result = built.ok() ? Result<CompileOutput>(out) : Result<CompileOutput>(built);
   promise.set_value(result);
