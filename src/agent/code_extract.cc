@@ -13,7 +13,7 @@ std::string Lower(std::string s) {
 }
 
 bool IsHostLang(const std::string& lang) {
-  return lang == "cpp" || lang == "c++" || lang == "cc" || lang == "cxx" || lang == "c" || lang == "cuda";
+  return lang == "cpp" || lang == "c++" || lang == "cc" || lang == "cxx" || lang == "c" || lang == "cuda" || lang == "hip";
 }
 bool IsClLang(const std::string& lang) { return lang == "opencl" || lang == "cl" || lang == "ocl"; }
 

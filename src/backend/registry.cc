@@ -122,6 +122,7 @@ BackendInfo HipBackend() {
   b.default_arch = "gfx90a";
   b.arch_env = "KFORGE_HIP_ARCH";
   b.compile_report = ParseHipResourceReport;
+  b.profiler = "rocprof";
   b.unlimited_address_space = true;
   return b;
 }

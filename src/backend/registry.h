@@ -42,6 +42,8 @@ struct BackendInfo {
   // the environment variable that overrides it (KFORGE_CUDA_ARCH, KFORGE_HIP_ARCH).
   const char* default_arch = "sm_90";
   const char* arch_env = "KFORGE_CUDA_ARCH";
+  // The profiler `kforge eval --profile` wraps a worker job in: "ncu" or "rocprof" (hip).
+  const char* profiler = "ncu";
   // Parses the compiler's log into the verdict's `resources` (nullptr: none).
   nlohmann::json (*compile_report)(const std::string& log) = nullptr;
   // The worker needs an unlimited address space (CUDA reserves terabytes of virtual memory).

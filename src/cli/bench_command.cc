@@ -56,6 +56,7 @@ fs::path FindCandidate(const fs::path& dir, const fs::path& problem, const std::
   std::smatch m;
   std::string number = std::regex_search(key, m, std::regex("^([0-9]+)_")) ? m[1].str() : "";
   std::vector<std::string> exts = backend == "cuda" ? std::vector<std::string>{".cu", ".py"}
+                                  : backend == "hip" ? std::vector<std::string>{".hip", ".py"}
                                   : backend == "cpp" ? std::vector<std::string>{".cc", ".cpp", ".py"}
                                   : backend == "opencl" ? std::vector<std::string>{".cpp", ".cc", ".py"}
                                                         : std::vector<std::string>{".py"};

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "backend/hip/rocprof.h"
 #include "backend/registry.h"
 #include "base/files.h"
 #include "base/stats.h"
@@ -158,7 +160,9 @@ class Evaluation {
   void RecordTolerances(const std::vector<TensorShape>& outputs);
   void ChooseArch();
   void Advisory();
-  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out);
+  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out,
+                      const std::function<void(const fs::path&)>& read_job_folder = nullptr);
+  json RocprofProfile();
   // PyTorch problems and Python candidates (docs/pytorch-problems.md).
   Status StartPython();
   Status PreparePyTorch();
@@ -458,7 +462,9 @@ void Evaluation::ChooseArch() {
 // One check run of trial 0 under a wrapper (profiler, sanitizer); its stdout in *out.
 // `profiler`: ncu, which stays root (GPU performance counters are usually root-only) and may
 // call perf_event_open through the seccomp filter.
-json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out) {
+// `read_job_folder`, when given, sees the job folder before it is removed (rocprof's files).
+json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out,
+                                const std::function<void(const fs::path&)>& read_job_folder) {
   Job job;
   job.backend = backend_->name;
   job.device = options_.device;
@@ -487,15 +493,34 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   *out = run->process.out + "\n" + run->process.err;
   json j = {{"process", run->process.Describe()}};
   if (run->result.contains("error")) j["worker_error"] = run->result["error"];
+  if (read_job_folder) read_job_folder(run->dir);
   Cleanup(*run);
   return j;
+}
+
+// --profile on hip: the job under rocprof (as root, like ncu: counters need it), its files
+// normalised into the ncu profile's shape (backend/hip/rocprof.h). Never run on an AMD GPU.
+json Evaluation::RocprofProfile() {
+  std::string rocprof = FindRocprof(), out;
+  if (rocprof.empty())
+    return {{"error", "rocprof not found (not packaged in Debian 12): install ROCm's rocprofiler from "
+                      "repo.radeon.com, or set KFORGE_ROCPROF"}};
+  json profile;
+  json run = RunAdvisoryJob(RocprofWrapper(rocprof), true, &out,
+                            [&](const fs::path& dir) { profile = ParseRocprofFolder((dir / "rocprof").string()); });
+  if (profile.is_null()) profile = {{"error", "the rocprof job did not run"}};
+  profile["run"] = run;
+  if (profile.contains("error")) profile["output_tail"] = TailLines(out, 20, 4000);
+  return profile;
 }
 
 // --profile and --sanitize: reports beside the verdict, never a change of status.
 void Evaluation::Advisory() {
   if (library_.empty() || trials_.empty() || (!options_.profile && !options_.sanitize)) return;
   auto t0 = std::chrono::steady_clock::now();
-  if (options_.profile) {
+  if (options_.profile && std::string(backend_->profiler) == "rocprof") {
+    verdict_.profile = RocprofProfile();
+  } else if (options_.profile) {
     std::string ncu = FindCudaTool("ncu"), out;
     if (ncu.empty()) {
       verdict_.profile = {{"error", "ncu (Nsight Compute) not found: install it or set KFORGE_NCU"}};

@@ -38,7 +38,7 @@ double Now() {
 std::string MainExtension(const std::string& backend) {
   const BackendInfo* b = FindBackend(backend);
   if (b && b->python_hosted) return ".py";
-  return backend == "cpp" ? ".cc" : backend == "cuda" ? ".cu" : ".cpp";
+  return backend == "cpp" ? ".cc" : backend == "cuda" ? ".cu" : backend == "hip" ? ".hip" : ".cpp";
 }
 
 // The candidate's files (candidate<ext>, and its sibling program, main file first): what

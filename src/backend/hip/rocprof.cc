@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace kforge {
 
 namespace fs = std::filesystem;
@@ -263,6 +265,27 @@ std::string RocprofInputFile() {
 std::vector<std::string> RocprofCommand(const std::string& rocprof, const std::string& input_file,
                                         const std::string& out_dir) {
   return {rocprof, "-i", input_file, "--timestamp", "on", "--stats", "-o", (fs::path(out_dir) / "results.csv").string()};
+}
+
+std::vector<std::string> RocprofWrapper(const std::string& rocprof) {
+  std::vector<std::string> argv = {"/bin/sh", "-c",
+                                   "printf '%s' \"$1\" > rocprof_input.txt && mkdir -p rocprof && shift && exec \"$@\"",
+                                   "kforge-rocprof", RocprofInputFile()};
+  for (const std::string& a : RocprofCommand(rocprof, "rocprof_input.txt", "rocprof")) argv.push_back(a);
+  return argv;
+}
+
+std::string FindRocprof() {
+  if (const char* env = std::getenv("KFORGE_ROCPROF"); env && *env) return access(env, X_OK) == 0 ? env : "";
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/opt/rocm/bin";
+  std::istringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    fs::path p = fs::path(dir) / "rocprof";
+    if (!dir.empty() && access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
 }
 
 }  // namespace kforge

@@ -53,6 +53,15 @@ std::string RocprofInputFile();
 std::vector<std::string> RocprofCommand(const std::string& rocprof, const std::string& input_file,
                                         const std::string& out_dir);
 
+// The wrapper kforge eval --profile puts before a hip worker job (run in the job folder, its
+// working directory): /bin/sh writes RocprofInputFile() to rocprof_input.txt, makes rocprof/,
+// then execs RocprofCommand(rocprof, "rocprof_input.txt", "rocprof") with the worker's argv.
+// ParseRocprofFolder(<job folder>/rocprof) reads what it wrote.
+std::vector<std::string> RocprofWrapper(const std::string& rocprof);
+
+// $KFORGE_ROCPROF when set, else rocprof on PATH, else /opt/rocm/bin/rocprof; "" when absent.
+std::string FindRocprof();
+
 }  // namespace kforge
 
 #endif  // KFORGE_BACKEND_HIP_ROCPROF_H_

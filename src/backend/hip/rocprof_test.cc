@@ -2,9 +2,14 @@
 // documented formats (testdata/rocprof/README.md): not captured from a real run.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "backend/hip/rocprof.h"
+
+#include <unistd.h>
 
 namespace kforge {
 namespace {
@@ -91,6 +96,35 @@ TEST(RocprofTest, GivenKforgesCountersTheInputFileAndCommandAskForThem) {
   ASSERT_GE(argv.size(), 8u);
   EXPECT_EQ(argv[1], "-i");
   EXPECT_EQ(argv.back(), "/job/prof/results.csv");
+}
+
+// The wrapper `kforge eval --profile -b hip` runs, with a stand-in for rocprof (a script that
+// checks its arguments, writes a fixture where -o says and runs the rest), in a job folder.
+TEST(RocprofTest, GivenTheWrapperItWritesTheInputFileAndLeavesRocprofsFilesWhereTheParserLooks) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kforge-rocprof-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path fake = dir / "fake_rocprof";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "[ \"$1\" = -i ] && grep -q 'pmc: VALUUtilization' \"$2\" || exit 3\n"
+                         "[ \"$6\" = -o ] || exit 4\n"
+                         "cp '" << kData << "/v1/results.csv' \"$7\" || exit 5\n"
+                         "shift 7\nexec \"$@\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  std::string cmd = "cd '" + dir.string() + "' &&";
+  for (const std::string& a : RocprofWrapper(fake.string())) {
+    std::string q;
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += " '" + q + "'";
+  }
+  cmd += " touch worker-ran";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_TRUE(fs::exists(dir / "worker-ran"));
+  nlohmann::json p = ParseRocprofFolder((dir / "rocprof").string());
+  EXPECT_FALSE(p.contains("error")) << p.dump(1);
+  EXPECT_EQ(p["kernels"].size(), 2u);
+  fs::remove_all(dir);
 }
 
 }  // namespace
