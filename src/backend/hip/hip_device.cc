@@ -24,7 +24,9 @@ namespace kforge {
 namespace {
 
 double NowMs() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 using RunFn = int (*)(const kf_hip_args*);
@@ -75,8 +77,9 @@ class HipDevice : public Device {
     kf_hip_args args{};
   };
   Status Check(hip::Error e, const char* what) const {
-    return e == hip::kSuccess ? Status::Ok()
-                              : Status::Unavailable(std::string(what) + " failed: " + hip::ErrorText(api_, e));
+    return e == hip::kSuccess
+               ? Status::Ok()
+               : Status::Unavailable(std::string(what) + " failed: " + hip::ErrorText(api_, e));
   }
   int Attr(int attribute) const {
     int v = 0;
@@ -125,20 +128,21 @@ nlohmann::json HipDevice::Fingerprint() {
   int driver = 0, runtime = 0;
   api_.DriverGetVersion(&driver);
   api_.RuntimeGetVersion(&runtime);
-  return {{"kind", "gpu"},
-          {"name", props_.name},
-          {"vendor", "AMD"},
-          {"arch", props_.arch},
-          {"driver", "HIP driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime)},
-          {"cu_count", Attr(hip::kAttrComputeUnits)},
-          {"warp_size", Attr(hip::kAttrWarpSize)},
-          {"clock_mhz", Attr(hip::kAttrClockRateKhz) / 1000},
-          {"memory_clock_mhz", Attr(hip::kAttrMemoryClockKhz) / 1000},
-          {"memory_bus_bits", Attr(hip::kAttrMemoryBusWidth)},
-          {"l2_bytes", Attr(hip::kAttrL2CacheBytes)},
-          {"global_mem_bytes", props_.global_mem},
-          {"pci_bus", Attr(hip::kAttrPciBusId)},
-          {"device_index", index_}};
+  return {
+      {"kind", "gpu"},
+      {"name", props_.name},
+      {"vendor", "AMD"},
+      {"arch", props_.arch},
+      {"driver", "HIP driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime)},
+      {"cu_count", Attr(hip::kAttrComputeUnits)},
+      {"warp_size", Attr(hip::kAttrWarpSize)},
+      {"clock_mhz", Attr(hip::kAttrClockRateKhz) / 1000},
+      {"memory_clock_mhz", Attr(hip::kAttrMemoryClockKhz) / 1000},
+      {"memory_bus_bits", Attr(hip::kAttrMemoryBusWidth)},
+      {"l2_bytes", Attr(hip::kAttrL2CacheBytes)},
+      {"global_mem_bytes", props_.global_mem},
+      {"pci_bus", Attr(hip::kAttrPciBusId)},
+      {"device_index", index_}};
 }
 
 Result<BufferId> HipDevice::Alloc(size_t bytes) {
@@ -151,13 +155,15 @@ Result<BufferId> HipDevice::Alloc(size_t bytes) {
 Status HipDevice::Write(BufferId b, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   KF_RETURN_IF_ERROR(Synchronize());
-  return Check(api_.Memcpy(buffers_[b], src, bytes, hip::kMemcpyHostToDevice), "hipMemcpy (to device)");
+  return Check(api_.Memcpy(buffers_[b], src, bytes, hip::kMemcpyHostToDevice),
+               "hipMemcpy (to device)");
 }
 
 Status HipDevice::Read(BufferId b, void* dst, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   KF_RETURN_IF_ERROR(Synchronize());
-  return Check(api_.Memcpy(dst, buffers_[b], bytes, hip::kMemcpyDeviceToHost), "hipMemcpy (to host)");
+  return Check(api_.Memcpy(dst, buffers_[b], bytes, hip::kMemcpyDeviceToHost),
+               "hipMemcpy (to host)");
 }
 
 Status HipDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) {
@@ -165,9 +171,19 @@ Status HipDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, si
   if (n == 0) return Status::Ok();
   void* p = buffers_[b];
   switch (pattern_bytes) {
-    case 1: return Check(api_.MemsetD8Async(p, *static_cast<const unsigned char*>(pattern), n, stream_), "hipMemsetD8Async");
-    case 2: { uint16_t v; std::memcpy(&v, pattern, 2); return Check(api_.MemsetD16Async(p, v, n, stream_), "hipMemsetD16Async"); }
-    case 4: { int32_t v; std::memcpy(&v, pattern, 4); return Check(api_.MemsetD32Async(p, v, n, stream_), "hipMemsetD32Async"); }
+    case 1:
+      return Check(api_.MemsetD8Async(p, *static_cast<const unsigned char*>(pattern), n, stream_),
+                   "hipMemsetD8Async");
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, pattern, 2);
+      return Check(api_.MemsetD16Async(p, v, n, stream_), "hipMemsetD16Async");
+    }
+    case 4: {
+      int32_t v;
+      std::memcpy(&v, pattern, 4);
+      return Check(api_.MemsetD32Async(p, v, n, stream_), "hipMemsetD32Async");
+    }
     default: {  // 8-byte patterns (float64 NaNs, int64 sentinels): through the host
       std::vector<unsigned char> host(n * pattern_bytes);
       FillPattern(host.data(), pattern, pattern_bytes, host.size());
@@ -183,7 +199,8 @@ Status HipDevice::FlushCaches() {
     flush_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), 512 << 20));
     KF_RETURN_IF_ERROR(Check(api_.Malloc(&flush_, flush_bytes_), "hipMalloc (cache flush)"));
   }
-  KF_RETURN_IF_ERROR(Check(api_.MemsetD8Async(flush_, ++flush_value_, flush_bytes_, stream_), "hipMemsetD8Async (cache flush)"));
+  KF_RETURN_IF_ERROR(Check(api_.MemsetD8Async(flush_, ++flush_value_, flush_bytes_, stream_),
+                           "hipMemsetD8Async (cache flush)"));
   ++flushes_;
   return Synchronize();
 }
@@ -193,8 +210,9 @@ Status HipDevice::Load(const KernelSpec& spec) {
   if (!lib) return Status::InvalidArgument(std::string("cannot load candidate: ") + dlerror());
   run_ = reinterpret_cast<RunFn>(dlsym(lib, spec.entry.c_str()));
   if (!run_)
-    return Status::InvalidArgument("candidate exports no function '" + spec.entry +
-                                   "'; declare it KF_EXPORT int kf_hip_run(const kf_hip_args*) (see kforge_hip.h)");
+    return Status::InvalidArgument(
+        "candidate exports no function '" + spec.entry +
+        "'; declare it KF_EXPORT int kf_hip_run(const kf_hip_args*) (see kforge_hip.h)");
   scratch_ = reinterpret_cast<ScratchFn>(dlsym(lib, "kf_hip_scratch_bytes"));
   return Status::Ok();
 }
@@ -253,8 +271,9 @@ Result<LaunchTiming> HipDevice::Launch(const LaunchArgs& args) {
     return Status::InvalidArgument("kf_hip_run returned " + std::to_string(rc) +
                                    (error_[0] ? std::string(": ") + error_ : std::string()));
   if (synced != hip::kSuccess)
-    return Status::Unavailable("the device failed after the launch: " + hip::ErrorText(api_, synced) +
-                               " (the device state is lost; kforge discards this worker)");
+    return Status::Unavailable(
+        "the device failed after the launch: " + hip::ErrorText(api_, synced) +
+        " (the device state is lost; kforge discards this worker)");
   KF_RETURN_IF_ERROR(Check(recorded, "hipEventRecord"));
   float ms = 0;
   KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&ms, start_, end_), "hipEventElapsedTime"));
@@ -274,7 +293,8 @@ Result<double> HipDevice::TimedCopy(void* dst, const void* src, size_t bytes) {
   double best = 1e30;
   for (int r = 0; r < 6; ++r) {
     KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "hipEventRecord"));
-    KF_RETURN_IF_ERROR(Check(api_.MemcpyAsync(dst, src, bytes, hip::kMemcpyDeviceToDevice, stream_), "hipMemcpyAsync"));
+    KF_RETURN_IF_ERROR(Check(api_.MemcpyAsync(dst, src, bytes, hip::kMemcpyDeviceToDevice, stream_),
+                             "hipMemcpyAsync"));
     KF_RETURN_IF_ERROR(Check(api_.EventRecord(end_, stream_), "hipEventRecord"));
     KF_RETURN_IF_ERROR(Synchronize());
     float ms = 0;
@@ -299,8 +319,10 @@ Result<Peaks> HipDevice::MeasurePeaks() {
   KF_ASSIGN_OR_RETURN(TheoreticalPeaks bound, ComputeTheoreticalPeaks());
   for (const ComputeUnit& u : bound.units)
     if (u.precision_bits >= 24) p.fp32_gflops = std::max(p.fp32_gflops, u.gops);
-  p.detail = {{"bandwidth", "best of 5 hipMemcpyAsync device-to-device over 16x L2 (>= 1 GiB), read+write bytes"},
-              {"fp32", "theoretical (no HIP peak kernel yet): " + bound.basis.dump()}};
+  p.detail = {
+      {"bandwidth",
+       "best of 5 hipMemcpyAsync device-to-device over 16x L2 (>= 1 GiB), read+write bytes"},
+      {"fp32", "theoretical (no HIP peak kernel yet): " + bound.basis.dump()}};
   return p;
 }
 
@@ -308,7 +330,9 @@ Result<Peaks> HipDevice::MeasurePeaks() {
 // every AMD GPU, MI300's matrix cores included) over the runtime's CU count and peak clock.
 Result<TheoreticalPeaks> HipDevice::ComputeTheoreticalPeaks() {
   int cus = Attr(hip::kAttrComputeUnits);
-  if (cus <= 0) return Status::Unavailable("the HIP runtime reports no compute units for device " + std::to_string(index_));
+  if (cus <= 0)
+    return Status::Unavailable("the HIP runtime reports no compute units for device " +
+                               std::to_string(index_));
   TheoreticalPeaks p = GenericAcceleratorTheoreticalPeaks(cus, Attr(hip::kAttrClockRateKhz) / 1e3);
   p.basis["arch"] = props_.arch;
   return p;
@@ -317,8 +341,11 @@ Result<TheoreticalPeaks> HipDevice::ComputeTheoreticalPeaks() {
 Result<int> DeviceCount(const hip::Api& api) {
   int n = 0;
   hip::Error e = api.GetDeviceCount(&n);
-  if (e != hip::kSuccess) return Status::Unavailable("hipGetDeviceCount failed: " + hip::ErrorText(api, e));
-  if (n == 0) return Status::Unavailable("the HIP runtime reports no AMD GPU (check rocminfo and HIP_VISIBLE_DEVICES)");
+  if (e != hip::kSuccess)
+    return Status::Unavailable("hipGetDeviceCount failed: " + hip::ErrorText(api, e));
+  if (n == 0)
+    return Status::Unavailable(
+        "the HIP runtime reports no AMD GPU (check rocminfo and HIP_VISIBLE_DEVICES)");
   return n;
 }
 
@@ -336,8 +363,8 @@ Result<std::vector<std::string>> ListHipDevices() {
     Props p = ReadProps(*api, i);
     int cus = 0;
     api->DeviceGetAttribute(&cus, hip::kAttrComputeUnits, i);
-    out.push_back(p.name + " (" + (p.arch.empty() ? "gfx?" : p.arch) + ", " + std::to_string(cus) + " CUs, " +
-                  std::to_string(p.global_mem >> 30) + " GiB)");
+    out.push_back(p.name + " (" + (p.arch.empty() ? "gfx?" : p.arch) + ", " + std::to_string(cus) +
+                  " CUs, " + std::to_string(p.global_mem >> 30) + " GiB)");
   }
   return out;
 }

@@ -2,14 +2,13 @@
 // verdict about the missing runtime, and `kforge doctor`'s how-to-fix line; on an AMD GPU the
 // gates on the bundled kernels and on broken ones (testdata/hip/), which skip with the probe's
 // reason where no GPU is usable (CI has none: they have never run).
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "backend/hip/hip_toolchain.h"
 #include "backend/registry.h"
@@ -84,10 +83,12 @@ TEST_F(HipEvalTest, GivenNoAmdGpuEvaluateCompilesThenGivesARuntimeErrorThatSaysW
   Verdict v = EvalScale("control_good");
   EXPECT_EQ(v.status, VerdictStatus::kRuntimeError) << v.message;
   EXPECT_TRUE(v.message.find("no HIP runtime") != std::string::npos ||
-              v.message.find("finds no AMD GPU") != std::string::npos) << v.message;
+              v.message.find("finds no AMD GPU") != std::string::npos)
+      << v.message;
   // It was built (for the default target, with a warning that no device was asked).
   bool warned = false;
-  for (const std::string& w : v.warnings) warned |= w.find("compiled for gfx90a without a device to ask") != std::string::npos;
+  for (const std::string& w : v.warnings)
+    warned |= w.find("compiled for gfx90a without a device to ask") != std::string::npos;
   EXPECT_TRUE(warned);
   EXPECT_FALSE(v.resources["kernels"].empty()) << v.resources.dump();
 }
@@ -95,10 +96,13 @@ TEST_F(HipEvalTest, GivenNoAmdGpuEvaluateCompilesThenGivesARuntimeErrorThatSaysW
 TEST_F(HipEvalTest, GivenNoAmdGpuTheCliEvalExitsWithTheReasonNotACrash) {
   if (std::string why = WhyGpuOrNoHipcc(); !why.empty()) GTEST_SKIP() << why;
   CliRun r = RunCli("eval " + (kProblems / "softmax" / "problem.toml").string() + " " +
-                    (kProblems / "softmax" / "seeds" / "naive_hip.hip").string() + " -b hip --quick --no-baselines");
+                    (kProblems / "softmax" / "seeds" / "naive_hip.hip").string() +
+                    " -b hip --quick --no-baselines");
   EXPECT_GT(r.exit_code, 0) << r.out;  // a verdict that is not correct, not a signal
   EXPECT_NE(r.out.find("runtime_error"), std::string::npos) << r.out;
-  EXPECT_TRUE(r.out.find("no HIP runtime") != std::string::npos || r.out.find("finds no AMD GPU") != std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.find("no HIP runtime") != std::string::npos ||
+              r.out.find("finds no AMD GPU") != std::string::npos)
+      << r.out;
 }
 
 TEST_F(HipEvalTest, GivenNoAmdGpuDoctorSaysTheHipBackendIsNotUsableAndHowToFixIt) {
@@ -140,7 +144,8 @@ TEST_F(HipEvalTest, GivenAnAmdGpuEveryBundledHipKernelIsCorrect) {
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     std::vector<fs::path> all;
     if (p->seeds.count("hip")) all.push_back(p->seeds.at("hip"));
-    if (p->candidates.count("hip")) for (const fs::path& c : p->candidates.at("hip")) all.push_back(c);
+    if (p->candidates.count("hip"))
+      for (const fs::path& c : p->candidates.at("hip")) all.push_back(c);
     for (const fs::path& c : all) {
       EvalOptions o;
       o.backend = "hip";

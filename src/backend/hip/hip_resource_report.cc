@@ -38,9 +38,11 @@ const char* KeyFor(const std::string& label) {
 }  // namespace
 
 nlohmann::json ParseHipResourceReport(const std::string& log) {
-  static const std::regex kName(R"(remark: Function Name: (\S+) \[-Rpass-analysis=kernel-resource-usage\])");
+  static const std::regex kName(
+      R"(remark: Function Name: (\S+) \[-Rpass-analysis=kernel-resource-usage\])");
   // "remark:     LDS Size [bytes/block]: 1024 [-Rpass-analysis=...]"
-  static const std::regex kValue(R"(remark:\s+([A-Za-z ]+?)(?: \[[^\]]*\])?: (\d+) \[-Rpass-analysis=kernel-resource-usage\])");
+  static const std::regex kValue(
+      R"(remark:\s+([A-Za-z ]+?)(?: \[[^\]]*\])?: (\d+) \[-Rpass-analysis=kernel-resource-usage\])");
   nlohmann::json kernels = nlohmann::json::array();
   std::istringstream in(log);
   std::string line;

@@ -16,16 +16,16 @@
 #ifndef KFORGE_BACKEND_HIP_HIP_RESOURCE_REPORT_H_
 #define KFORGE_BACKEND_HIP_HIP_RESOURCE_REPORT_H_
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kforge {
 
 // {"kernels": [{"name": demangled, "mangled", "sgprs", "vgprs", "agprs", "scratch_bytes_per_lane",
 //   "occupancy_waves_per_simd", "sgpr_spills", "vgpr_spills", "lds_bytes"}, ...] in the order
 //  printed (a kernel built for two targets appears twice), "spills": true when any kernel
-//  spills registers, "scratch": true when any kernel uses scratch (spills or local arrays)}. An empty "kernels" list when the log has no report.
+//  spills registers, "scratch": true when any kernel uses scratch (spills or local arrays)}. An
+//  empty "kernels" list when the log has no report.
 nlohmann::json ParseHipResourceReport(const std::string& log);
 
 }  // namespace kforge

@@ -32,7 +32,8 @@ Status BindAll(void* lib, const std::string& file, Api* a) {
   Bind(lib, &a->SetDevice, {"hipSetDevice"}, &missing);
   Bind(lib, &a->DeviceGetAttribute, {"hipDeviceGetAttribute"}, &missing);
   // ROCm 6 changed hipDeviceProp_t and keeps the ROCm 5 layout under the R0000 name.
-  Bind(lib, &a->GetDeviceProperties, {"hipGetDevicePropertiesR0000", "hipGetDeviceProperties"}, &missing);
+  Bind(lib, &a->GetDeviceProperties, {"hipGetDevicePropertiesR0000", "hipGetDeviceProperties"},
+       &missing);
   Bind(lib, &a->DeviceSynchronize, {"hipDeviceSynchronize"}, &missing);
   Bind(lib, &a->StreamCreate, {"hipStreamCreate"}, &missing);
   Bind(lib, &a->StreamDestroy, {"hipStreamDestroy"}, &missing);
@@ -50,8 +51,8 @@ Status BindAll(void* lib, const std::string& file, Api* a) {
   Bind(lib, &a->GetErrorName, {"hipGetErrorName"}, &missing);
   Bind(lib, &a->GetErrorString, {"hipGetErrorString"}, &missing);
   if (!missing.empty())
-    return Status::Unavailable(file + " lacks " + missing + ": it is not a HIP runtime kforge can use; " +
-                               HowToInstallRocm());
+    return Status::Unavailable(file + " lacks " + missing +
+                               ": it is not a HIP runtime kforge can use; " + HowToInstallRocm());
   return Status::Ok();
 }
 
@@ -63,9 +64,11 @@ Status CheckDevices(const Api& api, const std::string& file) {
   Error counted = e == kSuccess ? api.GetDeviceCount(&n) : e;
   if (counted == kSuccess && n > 0) return Status::Ok();
   std::string why = counted != kSuccess ? ErrorText(api, counted) : "no device";
-  return Status::Unavailable("the HIP runtime (" + file + ") loads but finds no AMD GPU: " + why +
-                             "; check that /dev/kfd and /dev/dri/renderD* exist and are readable, that "
-                             "`rocminfo` lists a gfx agent, and HIP_VISIBLE_DEVICES; " + HowToInstallRocm());
+  return Status::Unavailable(
+      "the HIP runtime (" + file + ") loads but finds no AMD GPU: " + why +
+      "; check that /dev/kfd and /dev/dri/renderD* exist and are readable, that "
+      "`rocminfo` lists a gfx agent, and HIP_VISIBLE_DEVICES; " +
+      HowToInstallRocm());
 }
 
 }  // namespace
@@ -111,8 +114,10 @@ std::string ErrorText(const Api& api, Error error) {
 
 std::string HowToInstallRocm() {
   return "the hip backend needs ROCm's HIP runtime (libamdhip64) and an AMD GPU it supports: on "
-         "Debian 12 `apt-get install libamdhip64-5` (ROCm 5.2: Instinct MI50/MI100/MI200 = gfx906/gfx908/"
-         "gfx90a, Radeon RX 6800-6900 / PRO W6800 = gfx1030); MI300 (gfx942) and Radeon RX 7000 (gfx1100) "
+         "Debian 12 `apt-get install libamdhip64-5` (ROCm 5.2: Instinct MI50/MI100/MI200 = "
+         "gfx906/gfx908/"
+         "gfx90a, Radeon RX 6800-6900 / PRO W6800 = gfx1030); MI300 (gfx942) and Radeon RX 7000 "
+         "(gfx1100) "
          "need ROCm 6 from repo.radeon.com (see docs/abi-hip.md); or use another backend";
 }
 

@@ -44,7 +44,7 @@ constexpr int kMemcpyDeviceToDevice = 3;
 // these offsets of the ROCm 5 layout (also exported by ROCm 6 as hipGetDevicePropertiesR0000)
 // are used.
 constexpr size_t kPropBufferBytes = 8192;
-constexpr size_t kPropNameOffset = 0;         // char name[256]
+constexpr size_t kPropNameOffset = 0;           // char name[256]
 constexpr size_t kPropGcnArchNameOffset = 396;  // char gcnArchName[256], "gfx90a:sramecc+:xnack-"
 constexpr size_t kPropTotalGlobalMemOffset = 256;  // size_t totalGlobalMem
 

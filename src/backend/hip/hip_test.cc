@@ -2,13 +2,12 @@
 // every bundled kernel and supported target, its cache key, the resource report of real hipcc
 // output, the deny rules, the runtime loader's constants, and the clear "no runtime / no GPU"
 // answers. (On a machine with an AMD GPU the no-GPU cases skip, saying so.)
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #ifdef KFORGE_HAVE_HIP_H
 #define __HIP_PLATFORM_AMD__
@@ -33,7 +32,8 @@ namespace {
 
 namespace fs = std::filesystem;
 const fs::path kData = KFORGE_HIP_TESTDATA;
-const fs::path kEvalData = fs::path(KFORGE_PROBLEMS_DIR).parent_path() / "src" / "eval" / "testdata";
+const fs::path kEvalData =
+    fs::path(KFORGE_PROBLEMS_DIR).parent_path() / "src" / "eval" / "testdata";
 
 class HipTest : public ::testing::Test {
  protected:
@@ -50,7 +50,8 @@ class HipTest : public ::testing::Test {
 
 TEST(HipResourceReportTest, GivenRealHipccRemarksItListsEachKernelsResources) {
   // Captured from Debian 12's hipcc 5.2.3 (testdata/hipcc/README.md).
-  nlohmann::json r = ParseHipResourceReport(ReadFile(kData / "hipcc" / "two_kernels_gfx90a.log").value());
+  nlohmann::json r =
+      ParseHipResourceReport(ReadFile(kData / "hipcc" / "two_kernels_gfx90a.log").value());
   ASSERT_EQ(r["kernels"].size(), 2u) << r.dump(1);
   const nlohmann::json& spill = r["kernels"][0];
   EXPECT_EQ(spill["name"], "spill_kernel(float*, int const*)");
@@ -70,25 +71,41 @@ TEST(HipResourceReportTest, GivenRealHipccRemarksItListsEachKernelsResources) {
 }
 
 TEST(HipResourceReportTest, GivenNoReportItIsEmpty) {
-  nlohmann::json r = ParseHipResourceReport("candidate.hip:3:47: error: use of undeclared identifier 'x'\n");
+  nlohmann::json r =
+      ParseHipResourceReport("candidate.hip:3:47: error: use of undeclared identifier 'x'\n");
   EXPECT_TRUE(r["kernels"].empty());
   EXPECT_FALSE(r["spills"].get<bool>());
 }
 
 TEST(HipDenyRulesTest, GivenEachForbiddenCallTheStaticCheckNamesIt) {
   const std::vector<DenyRule>& rules = FindBackend("hip")->deny;
-  for (const char* bad : {"hipStreamCreate(&s);", "hipStreamCreateWithFlags(&s, 1);", "hipDeviceSynchronize();",
-                          "hipDeviceSetLimit(hipLimitMallocHeapSize, 0);", "hipMalloc(&p, 16);", "hipFree(p);",
-                          "rocblas_sgemm(h);", "hipblasSgemm(h);", "miopenCreate(&h);", "std::thread t(f);",
-                          "long long t = clock64();", "long long t = wall_clock64();", "t = __builtin_amdgcn_s_memtime();",
-                          "hipEventElapsedTime(&ms, a, b);", "y = __expf(x);", "k<<<1, 1, 0, hipStreamPerThread>>>();",
-                          "hipModuleLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, p, 0);", "hipMemcpy(d, s, n, hipMemcpyDefault);",
-                          "hipGraphLaunch(g, s);", "hipSetDevice(1);"}) {
+  for (const char* bad : {"hipStreamCreate(&s);",
+                          "hipStreamCreateWithFlags(&s, 1);",
+                          "hipDeviceSynchronize();",
+                          "hipDeviceSetLimit(hipLimitMallocHeapSize, 0);",
+                          "hipMalloc(&p, 16);",
+                          "hipFree(p);",
+                          "rocblas_sgemm(h);",
+                          "hipblasSgemm(h);",
+                          "miopenCreate(&h);",
+                          "std::thread t(f);",
+                          "long long t = clock64();",
+                          "long long t = wall_clock64();",
+                          "t = __builtin_amdgcn_s_memtime();",
+                          "hipEventElapsedTime(&ms, a, b);",
+                          "y = __expf(x);",
+                          "k<<<1, 1, 0, hipStreamPerThread>>>();",
+                          "hipModuleLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, p, 0);",
+                          "hipMemcpy(d, s, n, hipMemcpyDefault);",
+                          "hipGraphLaunch(g, s);",
+                          "hipSetDevice(1);"}) {
     EXPECT_FALSE(StaticCheck(bad, rules).empty()) << bad;
   }
-  std::string good = "__global__ void k(float* y) { y[threadIdx.x] = expf(1.0f); }\n"
-                     "k<<<g, b, 0, a->stream>>>(y); hipLaunchKernelGGL(k, dim3(g), dim3(b), 0, a->stream, y);\n"
-                     "hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, a->stream); float v = __shfl_xor(s, 1, 32);";
+  std::string good =
+      "__global__ void k(float* y) { y[threadIdx.x] = expf(1.0f); }\n"
+      "k<<<g, b, 0, a->stream>>>(y); hipLaunchKernelGGL(k, dim3(g), dim3(b), 0, a->stream, y);\n"
+      "hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, a->stream); float v = __shfl_xor(s, 1, "
+      "32);";
   EXPECT_TRUE(StaticCheck(good, rules).empty()) << StaticCheck(good, rules)[0];
 }
 
@@ -106,7 +123,8 @@ TEST(HipRuntimeTest, GivenNoRuntimeLibraryTheMessageSaysWhatToInstall) {
 TEST(HipRuntimeTest, GivenALibraryThatIsNotTheHipRuntimeItNamesTheMissingEntryPoint) {
   Result<const hip::Api*> api = hip::LoadHipRuntimeFrom({"libm.so.6"});
   ASSERT_FALSE(api.ok());
-  EXPECT_NE(api.status().message().find("libm.so.6 lacks hipInit"), std::string::npos) << api.status().message();
+  EXPECT_NE(api.status().message().find("libm.so.6 lacks hipInit"), std::string::npos)
+      << api.status().message();
 }
 
 TEST(HipRuntimeTest, GivenThisMachineOpeningADeviceSaysWhyNot) {
@@ -115,7 +133,8 @@ TEST(HipRuntimeTest, GivenThisMachineOpeningADeviceSaysWhyNot) {
   const std::string& m = here.status().message();
   // Either no libamdhip64 at all, or (Debian's hipcc installs it) the runtime without a GPU.
   bool no_library = m.find("no HIP runtime") != std::string::npos;
-  bool no_gpu = m.find("finds no AMD GPU") != std::string::npos && m.find("/dev/kfd") != std::string::npos;
+  bool no_gpu =
+      m.find("finds no AMD GPU") != std::string::npos && m.find("/dev/kfd") != std::string::npos;
   EXPECT_TRUE(no_library || no_gpu) << m;
   EXPECT_NE(m.find("ROCm"), std::string::npos) << m;
   Result<std::unique_ptr<Device>> dev = NewHipDevice(0);
@@ -155,10 +174,13 @@ TEST_F(HipTest, GivenNoAmdGpuTheWorkerProbeSaysWhy) {
   Result<std::string> arch = DeviceArch(*runner_, Hip(), 0);
   if (arch.ok()) GTEST_SKIP() << "an AMD GPU is usable here: " << *arch;
   const std::string& m = arch.status().message();
-  EXPECT_TRUE(m.find("no HIP runtime") != std::string::npos || m.find("finds no AMD GPU") != std::string::npos) << m;
+  EXPECT_TRUE(m.find("no HIP runtime") != std::string::npos ||
+              m.find("finds no AMD GPU") != std::string::npos)
+      << m;
   std::string guessed;
   EXPECT_EQ(BuildArch(*runner_, Hip(), 0, &guessed), "gfx90a");
-  EXPECT_NE(guessed.find("compiled for gfx90a without a device to ask"), std::string::npos) << guessed;
+  EXPECT_NE(guessed.find("compiled for gfx90a without a device to ask"), std::string::npos)
+      << guessed;
 }
 
 TEST_F(HipTest, GivenEveryBundledHipKernelHipccBuildsItForEachTargetAndReportsResources) {
@@ -182,14 +204,17 @@ TEST_F(HipTest, GivenEveryBundledHipKernelHipccBuildsItForEachTargetAndReportsRe
         ASSERT_TRUE(out.ok()) << out.status().ToString();
         EXPECT_TRUE(out->ok) << c << " for " << target << "\n" << out->log;
         EXPECT_EQ(out->arch, target);
-        EXPECT_NE(std::find(out->command.begin(), out->command.end(), "--offload-arch=" + target), out->command.end());
+        EXPECT_NE(std::find(out->command.begin(), out->command.end(), "--offload-arch=" + target),
+                  out->command.end());
         EXPECT_FALSE(out->resources["kernels"].empty()) << c << "\n" << out->log;
-        for (const nlohmann::json& k : out->resources["kernels"]) EXPECT_GT(k.value("vgprs", 0), 0) << k.dump();
+        for (const nlohmann::json& k : out->resources["kernels"])
+          EXPECT_GT(k.value("vgprs", 0), 0) << k.dump();
         ++built;
       }
     }
   }
-  EXPECT_GE(built, 16 * static_cast<int>(SupportedHipTargets().size()));  // 8 seeds + 8 candidates per target
+  EXPECT_GE(built, 16 * static_cast<int>(
+                            SupportedHipTargets().size()));  // 8 seeds + 8 candidates per target
 }
 
 TEST_F(HipTest, GivenAnotherTargetTheCacheKeyChanges) {
@@ -211,9 +236,12 @@ TEST_F(HipTest, GivenAnotherTargetTheCacheKeyChanges) {
 
 TEST_F(HipTest, GivenATargetThisHipccDoesNotKnowTheCompileErrorSaysSo) {
   if (!HaveHipcc()) GTEST_SKIP() << "hipcc is not installed here (scripts/setup installs it)";
-  Result<CompileOutput> out = Compile(*runner_, Hip(), kData / "hip" / "control_good.hip", CompileKind::kCandidate, "gfx942");
+  Result<CompileOutput> out = Compile(*runner_, Hip(), kData / "hip" / "control_good.hip",
+                                      CompileKind::kCandidate, "gfx942");
   ASSERT_TRUE(out.ok());
-  if (out->ok) GTEST_SKIP() << "this hipcc builds gfx942 (ROCm 6 or newer): " << ToolchainVersion(*runner_, Hip());
+  if (out->ok)
+    GTEST_SKIP() << "this hipcc builds gfx942 (ROCm 6 or newer): "
+                 << ToolchainVersion(*runner_, Hip());
   EXPECT_NE(out->log.find("gfx942"), std::string::npos) << out->log;
 }
 
@@ -228,7 +256,8 @@ TEST_F(HipTest, GivenACompileErrorTheVerdictSaysSoWithoutAGpu) {
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->status, VerdictStatus::kCompileError);
   // hipcc is given candidate.hip; the log names the candidate's own file.
-  EXPECT_NE(v->compiler_output.find("compile_error.hip:3"), std::string::npos) << v->compiler_output;
+  EXPECT_NE(v->compiler_output.find("compile_error.hip:3"), std::string::npos)
+      << v->compiler_output;
   EXPECT_NE(v->compiler_output.find("undefined_name"), std::string::npos) << v->compiler_output;
   EXPECT_EQ(v->compiler_output.find("candidate.hip"), std::string::npos) << v->compiler_output;
 }
@@ -250,8 +279,12 @@ TEST_F(HipTest, GivenNoHipccTheCompileErrorSaysWhatToInstall) {
   setenv("KFORGE_HIPCC", "/nonexistent/hipcc", 1);
   fs::path dir = MakeTempDir("hipcc-missing").value();
   ASSERT_TRUE(WriteFileAtomic(dir / "k.hip", "// unique 91c2\n#include \"kforge_hip.h\"\n").ok());
-  Result<CompileOutput> out = Compile(*runner_, Hip(), dir / "k.hip", CompileKind::kCandidate, "gfx90a");
-  if (old) setenv("KFORGE_HIPCC", saved.c_str(), 1); else unsetenv("KFORGE_HIPCC");
+  Result<CompileOutput> out =
+      Compile(*runner_, Hip(), dir / "k.hip", CompileKind::kCandidate, "gfx90a");
+  if (old)
+    setenv("KFORGE_HIPCC", saved.c_str(), 1);
+  else
+    unsetenv("KFORGE_HIPCC");
   ASSERT_TRUE(out.ok());
   EXPECT_FALSE(out->ok);
   EXPECT_NE(out->log.find("hipcc not found"), std::string::npos) << out->log;

@@ -9,7 +9,8 @@
 namespace kforge {
 
 std::string FindHipcc() {
-  if (const char* env = std::getenv("KFORGE_HIPCC"); env && *env) return access(env, X_OK) == 0 ? env : "";
+  if (const char* env = std::getenv("KFORGE_HIPCC"); env && *env)
+    return access(env, X_OK) == 0 ? env : "";
   std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
   path += ":/opt/rocm/bin";
   std::istringstream dirs(path);
@@ -27,8 +28,14 @@ const std::vector<std::string>& SupportedHipTargets() {
 }
 
 std::vector<std::string> HipccFlags(const std::string& arch, const std::string& include_dir) {
-  return {"-std=c++20", "-O3", "-shared", "-fPIC", "-fvisibility=hidden", "--offload-arch=" + arch,
-          "-Rpass-analysis=kernel-resource-usage", "-I" + include_dir};
+  return {"-std=c++20",
+          "-O3",
+          "-shared",
+          "-fPIC",
+          "-fvisibility=hidden",
+          "--offload-arch=" + arch,
+          "-Rpass-analysis=kernel-resource-usage",
+          "-I" + include_dir};
 }
 
 std::string HipccVersionLine(const std::string& version_output) {

@@ -1,13 +1,13 @@
 #include "backend/hip/rocprof.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <unistd.h>
 
 namespace kforge {
 
@@ -50,7 +50,9 @@ bool ParseNumber(const std::string& s, double* v) {
 struct Table {
   std::vector<std::string> header;
   std::vector<std::map<std::string, std::string>> rows;
-  bool Has(const char* column) const { return std::find(header.begin(), header.end(), column) != header.end(); }
+  bool Has(const char* column) const {
+    return std::find(header.begin(), header.end(), column) != header.end();
+  }
 };
 
 Table ReadTable(const std::string& text) {
@@ -75,7 +77,8 @@ Table ReadTable(const std::string& text) {
 // part of the kernel's name.
 std::string CleanName(std::string name) {
   const std::string kd = " [clone .kd]";
-  if (name.size() >= kd.size() && name.compare(name.size() - kd.size(), kd.size(), kd) == 0) name.resize(name.size() - kd.size());
+  if (name.size() >= kd.size() && name.compare(name.size() - kd.size(), kd.size(), kd) == 0)
+    name.resize(name.size() - kd.size());
   return name;
 }
 
@@ -94,7 +97,9 @@ struct Acc {
     json out = {{"kernels", json::array()}, {"duration_ms", 0.0}, {"tool", tool}};
     double total = 0;
     for (const std::string& k : order) {
-      json j = {{"name", k}, {"launches", launches.count(k) ? launches.at(k) : 0}, {"top_stalls", json::array()}};
+      json j = {{"name", k},
+                {"launches", launches.count(k) ? launches.at(k) : 0},
+                {"top_stalls", json::array()}};
       for (const auto& [key, sc] : sums.at(k)) j[key] = sc.first / std::max(sc.second, 1);
       total += j.value("duration_ms", 0.0) * j["launches"].get<double>();
       out["kernels"].push_back(j);
@@ -106,18 +111,28 @@ struct Acc {
 
 // rocprof counter name -> profile key.
 const std::pair<const char*, const char*> kCounters[] = {
-    {"VALUUtilization", "valu_utilization_pct"}, {"VALUBusy", "valu_busy_pct"},
-    {"SALUBusy", "salu_busy_pct"},               {"MemUnitBusy", "memory_unit_busy_pct"},
-    {"L2CacheHit", "l2_hit_rate_pct"},           {"LDSBankConflict", "lds_bank_conflict_pct"},
+    {"VALUUtilization", "valu_utilization_pct"},
+    {"VALUBusy", "valu_busy_pct"},
+    {"SALUBusy", "salu_busy_pct"},
+    {"MemUnitBusy", "memory_unit_busy_pct"},
+    {"L2CacheHit", "l2_hit_rate_pct"},
+    {"LDSBankConflict", "lds_bank_conflict_pct"},
     {"Wavefronts", "wavefronts"},
 };
 
 // Kernel resources as both rocprof generations name them.
 const std::pair<const char*, const char*> kResources[] = {
-    {"vgpr", "vgprs"},         {"arch_vgpr", "vgprs"},      {"VGPR_Count", "vgprs"},
-    {"accum_vgpr", "agprs"},   {"Accum_VGPR_Count", "agprs"}, {"sgpr", "sgprs"},
-    {"SGPR_Count", "sgprs"},   {"lds", "lds_bytes"},        {"LDS_Block_Size", "lds_bytes"},
-    {"scr", "scratch_bytes"},  {"Scratch_Size", "scratch_bytes"},
+    {"vgpr", "vgprs"},
+    {"arch_vgpr", "vgprs"},
+    {"VGPR_Count", "vgprs"},
+    {"accum_vgpr", "agprs"},
+    {"Accum_VGPR_Count", "agprs"},
+    {"sgpr", "sgprs"},
+    {"SGPR_Count", "sgprs"},
+    {"lds", "lds_bytes"},
+    {"LDS_Block_Size", "lds_bytes"},
+    {"scr", "scratch_bytes"},
+    {"Scratch_Size", "scratch_bytes"},
 };
 
 std::string Get(const std::map<std::string, std::string>& row, const char* key) {
@@ -130,7 +145,8 @@ std::string Get(const std::map<std::string, std::string>& row, const char* key) 
 double DispatchNs(const std::map<std::string, std::string>& row) {
   double b = 0, e = 0, d = 0;
   if (ParseNumber(Get(row, "BeginNs"), &b) && ParseNumber(Get(row, "EndNs"), &e)) return e - b;
-  if (ParseNumber(Get(row, "Start_Timestamp"), &b) && ParseNumber(Get(row, "End_Timestamp"), &e)) return e - b;
+  if (ParseNumber(Get(row, "Start_Timestamp"), &b) && ParseNumber(Get(row, "End_Timestamp"), &e))
+    return e - b;
   if (ParseNumber(Get(row, "DurationNs"), &d)) return d;
   return -1;
 }
@@ -153,9 +169,14 @@ double JsonNumber(const json& v) {
 
 json ParseRocprofDispatchCsv(const std::string& text) {
   Table table = ReadTable(text);
-  const char* name_col = table.Has("KernelName") ? "KernelName" : table.Has("Kernel_Name") ? "Kernel_Name" : nullptr;
-  if (!name_col) return {{"kernels", json::array()}, {"duration_ms", 0.0}, {"tool", "rocprof"},
-                         {"error", "no KernelName or Kernel_Name column: not a rocprof dispatch CSV"}};
+  const char* name_col = table.Has("KernelName")    ? "KernelName"
+                         : table.Has("Kernel_Name") ? "Kernel_Name"
+                                                    : nullptr;
+  if (!name_col)
+    return {{"kernels", json::array()},
+            {"duration_ms", 0.0},
+            {"tool", "rocprof"},
+            {"error", "no KernelName or Kernel_Name column: not a rocprof dispatch CSV"}};
   Acc acc;
   for (const auto& row : table.rows) {
     std::string kernel = CleanName(Get(row, name_col));
@@ -168,7 +189,8 @@ json ParseRocprofDispatchCsv(const std::string& text) {
     for (const auto& [col, key] : kResources)
       if (ParseNumber(Get(row, col), &v)) acc.Add(kernel, key, v);
     double fetch = 0, write = 0;
-    if (ns > 0 && ParseNumber(Get(row, "FetchSize"), &fetch) && ParseNumber(Get(row, "WriteSize"), &write))
+    if (ns > 0 && ParseNumber(Get(row, "FetchSize"), &fetch) &&
+        ParseNumber(Get(row, "WriteSize"), &write))
       acc.Add(kernel, "dram_bandwidth_gbs", (fetch + write) * 1024 / ns);  // bytes per ns = GB/s
   }
   return acc.Finish("rocprof");
@@ -177,13 +199,17 @@ json ParseRocprofDispatchCsv(const std::string& text) {
 json ParseRocprofStatsCsv(const std::string& text) {
   Table table = ReadTable(text);
   if (!table.Has("Name") || !table.Has("AverageNs"))
-    return {{"kernels", json::array()}, {"duration_ms", 0.0}, {"tool", "rocprof"},
+    return {{"kernels", json::array()},
+            {"duration_ms", 0.0},
+            {"tool", "rocprof"},
             {"error", "no Name and AverageNs columns: not a rocprof stats CSV"}};
   Acc acc;
   for (const auto& row : table.rows) {
     double calls = 0, avg = 0;
     std::string name = CleanName(Get(row, "Name"));
-    if (name.empty() || !ParseNumber(Get(row, "Calls"), &calls) || !ParseNumber(Get(row, "AverageNs"), &avg)) continue;
+    if (name.empty() || !ParseNumber(Get(row, "Calls"), &calls) ||
+        !ParseNumber(Get(row, "AverageNs"), &avg))
+      continue;
     acc.Add(name, "duration_ms", avg / 1e6);
     acc.launches[name] += static_cast<int>(calls);
   }
@@ -193,14 +219,17 @@ json ParseRocprofStatsCsv(const std::string& text) {
 json ParseRocprofTraceJson(const std::string& text) {
   json t = json::parse(text, nullptr, false);
   json fail = {{"kernels", json::array()}, {"duration_ms", 0.0}, {"tool", "rocprof"}};
-  if (t.is_discarded() || !t.is_object() || !t.contains("traceEvents") || !t["traceEvents"].is_array()) {
+  if (t.is_discarded() || !t.is_object() || !t.contains("traceEvents") ||
+      !t["traceEvents"].is_array()) {
     fail["error"] = "not a Chrome trace (no traceEvents array)";
     return fail;
   }
   std::map<std::string, bool> gpu_lane;  // pid (as text) -> its process_name starts with "GPU"
   for (const json& e : t["traceEvents"]) {
-    if (!e.is_object() || e.value("ph", "") != "M" || e.value("name", "") != "process_name") continue;
-    std::string lane = e.contains("args") && e["args"].is_object() ? e["args"].value("name", "") : "";
+    if (!e.is_object() || e.value("ph", "") != "M" || e.value("name", "") != "process_name")
+      continue;
+    std::string lane =
+        e.contains("args") && e["args"].is_object() ? e["args"].value("name", "") : "";
     gpu_lane[e.contains("pid") ? e["pid"].dump() : ""] = lane.rfind("GPU", 0) == 0;
   }
   Acc acc;
@@ -215,7 +244,8 @@ json ParseRocprofTraceJson(const std::string& text) {
     acc.launches[name] += 1;
   }
   json out = acc.Finish("rocprof");
-  if (gpu_lane.empty()) out["error"] = "the trace names no lanes (no process_name metadata), so no GPU lane";
+  if (gpu_lane.empty())
+    out["error"] = "the trace names no lanes (no process_name metadata), so no GPU lane";
   return out;
 }
 
@@ -238,8 +268,14 @@ json ParseRocprofFolder(const std::string& dir) {
     json (*parse)(const std::string&);
   };
   const Try tries[] = {
-      {find([&](const std::string& n) { return n == "results.csv" || ends(n, "kernel_trace.csv"); }), ParseRocprofDispatchCsv},
-      {find([&](const std::string& n) { return ends(n, ".stats.csv") && n.find("hip_") == std::string::npos && n.find("copy_") == std::string::npos; }), ParseRocprofStatsCsv},
+      {find(
+           [&](const std::string& n) { return n == "results.csv" || ends(n, "kernel_trace.csv"); }),
+       ParseRocprofDispatchCsv},
+      {find([&](const std::string& n) {
+         return ends(n, ".stats.csv") && n.find("hip_") == std::string::npos &&
+                n.find("copy_") == std::string::npos;
+       }),
+       ParseRocprofStatsCsv},
       {find([&](const std::string& n) { return ends(n, ".json"); }), ParseRocprofTraceJson},
   };
   std::string why;
@@ -250,33 +286,43 @@ json ParseRocprofFolder(const std::string& dir) {
       p["source"] = t.file.filename().string();
       return p;
     }
-    why += (why.empty() ? "" : "; ") + t.file.filename().string() + ": " + p.value("error", std::string("no kernels"));
+    why += (why.empty() ? "" : "; ") + t.file.filename().string() + ": " +
+           p.value("error", std::string("no kernels"));
   }
-  return {{"kernels", json::array()}, {"duration_ms", 0.0}, {"tool", "rocprof"},
-          {"error", "no rocprof output in " + dir + (why.empty() ? " (no results.csv, kernel_trace.csv, stats.csv or .json)" : ": " + why)}};
+  return {{"kernels", json::array()},
+          {"duration_ms", 0.0},
+          {"tool", "rocprof"},
+          {"error", "no rocprof output in " + dir +
+                        (why.empty() ? " (no results.csv, kernel_trace.csv, stats.csv or .json)"
+                                     : ": " + why)}};
 }
 
 std::string RocprofInputFile() {
   std::string line = "pmc:";
   for (const auto& [counter, key] : kCounters) line += std::string(" ") + counter;
-  return "# kforge: counters for the verdict's profile (docs/profiling.md)\n" + line + " FetchSize WriteSize\n";
+  return "# kforge: counters for the verdict's profile (docs/profiling.md)\n" + line +
+         " FetchSize WriteSize\n";
 }
 
 std::vector<std::string> RocprofCommand(const std::string& rocprof, const std::string& input_file,
                                         const std::string& out_dir) {
-  return {rocprof, "-i", input_file, "--timestamp", "on", "--stats", "-o", (fs::path(out_dir) / "results.csv").string()};
+  return {rocprof, "-i",      input_file, "--timestamp",
+          "on",    "--stats", "-o",       (fs::path(out_dir) / "results.csv").string()};
 }
 
 std::vector<std::string> RocprofWrapper(const std::string& rocprof) {
-  std::vector<std::string> argv = {"/bin/sh", "-c",
-                                   "printf '%s' \"$1\" > rocprof_input.txt && mkdir -p rocprof && shift && exec \"$@\"",
-                                   "kforge-rocprof", RocprofInputFile()};
-  for (const std::string& a : RocprofCommand(rocprof, "rocprof_input.txt", "rocprof")) argv.push_back(a);
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c",
+      "printf '%s' \"$1\" > rocprof_input.txt && mkdir -p rocprof && shift && exec \"$@\"",
+      "kforge-rocprof", RocprofInputFile()};
+  for (const std::string& a : RocprofCommand(rocprof, "rocprof_input.txt", "rocprof"))
+    argv.push_back(a);
   return argv;
 }
 
 std::string FindRocprof() {
-  if (const char* env = std::getenv("KFORGE_ROCPROF"); env && *env) return access(env, X_OK) == 0 ? env : "";
+  if (const char* env = std::getenv("KFORGE_ROCPROF"); env && *env)
+    return access(env, X_OK) == 0 ? env : "";
   std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
   path += ":/opt/rocm/bin";
   std::istringstream dirs(path);

@@ -19,10 +19,9 @@
 #ifndef KFORGE_BACKEND_HIP_ROCPROF_H_
 #define KFORGE_BACKEND_HIP_ROCPROF_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kforge {
 

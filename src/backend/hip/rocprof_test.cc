@@ -1,15 +1,14 @@
 // Specifications of the rocprof parsers, on fixture files written by hand from rocprof's
 // documented formats (testdata/rocprof/README.md): not captured from a real run.
+#include "backend/hip/rocprof.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include "backend/hip/rocprof.h"
-
-#include <unistd.h>
 
 namespace kforge {
 namespace {
@@ -25,7 +24,8 @@ TEST(RocprofTest, GivenARocprofV1DispatchCsvItAveragesEachKernelsDispatches) {
   EXPECT_EQ(p["tool"], "rocprof");
   ASSERT_EQ(p["kernels"].size(), 2u);
   const nlohmann::json& softmax = Kernel(p, 0);
-  EXPECT_EQ(softmax["name"], "softmax_warp_rows(float const*, float*, int, int)");  // no "[clone .kd]"
+  EXPECT_EQ(softmax["name"],
+            "softmax_warp_rows(float const*, float*, int, int)");  // no "[clone .kd]"
   EXPECT_EQ(softmax["launches"], 2);
   EXPECT_NEAR(softmax["duration_ms"].get<double>(), 0.021, 1e-12);  // (20000 + 22000) / 2 ns
   EXPECT_NEAR(softmax["valu_utilization_pct"].get<double>(), 85, 1e-9);
@@ -33,7 +33,8 @@ TEST(RocprofTest, GivenARocprofV1DispatchCsvItAveragesEachKernelsDispatches) {
   EXPECT_EQ(softmax["vgprs"], 16);
   EXPECT_EQ(softmax["sgprs"], 24);
   // (32768 + 32768) KiB over 20000 ns and over 22000 ns, averaged.
-  EXPECT_NEAR(softmax["dram_bandwidth_gbs"].get<double>(), (67108864.0 / 20000 + 67108864.0 / 22000) / 2, 1e-6);
+  EXPECT_NEAR(softmax["dram_bandwidth_gbs"].get<double>(),
+              (67108864.0 / 20000 + 67108864.0 / 22000) / 2, 1e-6);
   const nlohmann::json& scale = Kernel(p, 1);
   EXPECT_EQ(scale["launches"], 1);
   EXPECT_NEAR(scale["duration_ms"].get<double>(), 0.008, 1e-12);
@@ -84,7 +85,8 @@ TEST(RocprofTest, GivenNoOutputOrGarbageItSaysSo) {
   EXPECT_TRUE(ParseRocprofStatsCsv("not,a,stats,file\n").contains("error"));
   EXPECT_TRUE(ParseRocprofTraceJson("{\"traceEvents\": 3}").contains("error"));
   EXPECT_TRUE(ParseRocprofTraceJson("{ truncated").contains("error"));
-  nlohmann::json no_lanes = ParseRocprofTraceJson(R"({"traceEvents":[{"name":"k","ph":"X","pid":1,"dur":2}]})");
+  nlohmann::json no_lanes =
+      ParseRocprofTraceJson(R"({"traceEvents":[{"name":"k","ph":"X","pid":1,"dur":2}]})");
   EXPECT_TRUE(no_lanes.contains("error"));
 }
 
@@ -92,7 +94,8 @@ TEST(RocprofTest, GivenKforgesCountersTheInputFileAndCommandAskForThem) {
   std::string input = RocprofInputFile();
   EXPECT_NE(input.find("pmc: VALUUtilization"), std::string::npos) << input;
   EXPECT_NE(input.find("FetchSize WriteSize"), std::string::npos) << input;
-  std::vector<std::string> argv = RocprofCommand("/opt/rocm/bin/rocprof", "/job/input.txt", "/job/prof");
+  std::vector<std::string> argv =
+      RocprofCommand("/opt/rocm/bin/rocprof", "/job/input.txt", "/job/prof");
   ASSERT_GE(argv.size(), 8u);
   EXPECT_EQ(argv[1], "-i");
   EXPECT_EQ(argv.back(), "/job/prof/results.csv");
@@ -109,7 +112,9 @@ TEST(RocprofTest, GivenTheWrapperItWritesTheInputFileAndLeavesRocprofsFilesWhere
   std::ofstream(fake) << "#!/bin/sh\n"
                          "[ \"$1\" = -i ] && grep -q 'pmc: VALUUtilization' \"$2\" || exit 3\n"
                          "[ \"$6\" = -o ] || exit 4\n"
-                         "cp '" << kData << "/v1/results.csv' \"$7\" || exit 5\n"
+                         "cp '"
+                      << kData
+                      << "/v1/results.csv' \"$7\" || exit 5\n"
                          "shift 7\nexec \"$@\"\n";
   fs::permissions(fake, fs::perms::owner_all);
   std::string cmd = "cd '" + dir.string() + "' &&";
