@@ -26,10 +26,6 @@ struct DenyRule {
   const char* reason;   // shown in the verdict
 };
 
-// What the orchestrator knows of a backend: one spec per backend, declared in the backend's own
-// folder (src/backend/<name>/<name>_spec.cc) and listed in src/backend/backends.inc. Nothing
-// outside a backend folder branches on a backend's name; it reads these fields. The devices
-// themselves are not here: kforge-worker alone links them (backend/devices.h).
 // A tool that wraps one run of a candidate's worker job for a report beside the verdict
 // (`--profile`, `--sanitize`): advisory, it never changes a verdict (docs/profiling.md).
 struct AdvisoryTool {
@@ -37,10 +33,15 @@ struct AdvisoryTool {
   // "memcheck", "racecheck"; "" for a profiler), or why it cannot run (not installed: how to
   // get it). nullptr: the backend has no such tool.
   Result<std::vector<std::string>> (*wrapper)(ProcessRunner& runner, const std::string& mode) = nullptr;
-  // The wrapped run's output (stdout and stderr) as the verdict's field.
-  nlohmann::json (*read)(const std::string& mode, const std::string& output) = nullptr;
+  // The wrapped run's output (stdout and stderr) and its job folder (where a tool such as
+  // rocprof writes its files), read before the folder is removed, as the verdict's field.
+  nlohmann::json (*read)(const std::string& mode, const std::string& output, const std::string& job_dir) = nullptr;
 };
 
+// What the orchestrator knows of a backend: one spec per backend, declared in the backend's own
+// folder (src/backend/<name>/<name>_spec.cc) and listed in src/backend/backends.inc. Nothing
+// outside a backend folder branches on a backend's name; it reads these fields. The devices
+// themselves are not here: kforge-worker alone links them (backend/devices.h).
 struct BackendSpec {
   const char* name = "";      // "cpp", "opencl"
   const char* summary = "";   // one line for `kforge doctor`
@@ -52,12 +53,16 @@ struct BackendSpec {
   bool sibling_program_source = false;
   const char* sibling_extension = "";
   std::vector<DenyRule> deny;
-  // Toolchain: "g++" (flags above plus kforge's C++ flags), "nvcc" (built for the evaluating
-  // device's own architecture, which the orchestrator learns from the worker's probe), or
-  // "python" (nothing to build: the Python worker loads the module).
+  // Toolchain: "g++" (flags above plus kforge's C++ flags), "nvcc" or "hipcc" (built for the
+  // evaluating device's own architecture, which the orchestrator learns from the worker's probe),
+  // or "python" (nothing to build: the Python worker loads the module).
   const char* compiler = "g++";
   const char* source_name = "candidate.cc";  // the file name the compiler sees
   bool per_device_arch = false;
+  // per_device_arch: the target built for when no device can be asked ("sm_90", "gfx90a"), and
+  // the environment variable that overrides it (KFORGE_CUDA_ARCH, KFORGE_HIP_ARCH).
+  const char* default_arch = "sm_90";
+  const char* arch_env = "KFORGE_CUDA_ARCH";
   // Parses the compiler's log into the verdict's `resources` (nullptr: none).
   nlohmann::json (*compile_report)(const std::string& log) = nullptr;
   // The worker needs an unlimited address space (CUDA reserves terabytes of virtual memory).

@@ -141,7 +141,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-baselines", f->no_baselines, "Do not time the reference and seed baselines");
   cmd->add_flag("--no-static-check", f->no_static_check,
                 "Skip the static check of the candidate's source (to test the runtime gates alone)");
-  cmd->add_flag("--profile", f->options.profile, "Add Nsight Compute metrics of one call (`profile` in the verdict; cuda)");
+  cmd->add_flag("--profile", f->options.profile, "Add profiler metrics of one call (`profile` in the verdict; cuda: Nsight Compute, hip: rocprof)");
   cmd->add_flag("--sanitize", f->options.sanitize, "Add a compute-sanitizer memcheck report (`sanitizer` in the verdict; cuda)");
   cmd->add_flag("--racecheck", f->options.racecheck, "With --sanitize: run racecheck too");
   cmd->add_option("--seeds", f->options.seeds, "Trials at the timed size (default 5)");

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <regex>
 
+#include "backend/hip/hip_toolchain.h"
 #include "base/files.h"
 #include "eval/compile_log.h"
 #include "eval/worker_client.h"
@@ -48,6 +49,11 @@ std::vector<std::string> NvccFlags(const BackendSpec& backend, const std::string
 }
 
 bool IsNvcc(const BackendSpec& backend) { return std::string(backend.compiler) == "nvcc"; }
+bool IsHipcc(const BackendSpec& backend) { return std::string(backend.compiler) == "hipcc"; }
+// A compiler for a device target (nvcc, hipcc) rather than g++.
+bool IsDeviceCompiler(const BackendSpec& backend) { return IsNvcc(backend) || IsHipcc(backend); }
+
+std::string FindDeviceCompiler(const BackendSpec& backend) { return IsHipcc(backend) ? FindHipcc() : FindNvcc(); }
 
 std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>& argv) {
   ProcessSpec spec;
@@ -103,6 +109,17 @@ std::string CompilerVersion(ProcessRunner& runner) {
 }
 
 std::string ToolchainVersion(ProcessRunner& runner, const BackendSpec& backend) {
+  if (IsHipcc(backend)) {
+    static std::mutex mu;
+    static std::string version;
+    std::lock_guard<std::mutex> lock(mu);
+    if (version.empty()) {
+      std::string hipcc = FindHipcc();
+      std::string kept = hipcc.empty() ? "" : HipccVersionLine(RunForVersion(runner, {hipcc, "--version"}));
+      version = (kept.empty() ? "hipcc (not found)" : kept) + " | host " + CompilerVersion(runner);
+    }
+    return version;
+  }
   if (!IsNvcc(backend)) return CompilerVersion(runner);
   static std::mutex mu;
   static std::string version;
@@ -137,7 +154,7 @@ Result<std::string> DeviceArch(ProcessRunner& runner, const BackendSpec& backend
   } else if (probe.ok()) {
     const nlohmann::json devices = j.value("devices", nlohmann::json::array());
     std::smatch m;
-    static const std::regex kArch(R"(\b(sm_\d+a?)\b)");
+    static const std::regex kArch(R"(\b(sm_\d+a?|gfx[0-9a-f]+)\b)");
     std::string d = device >= 0 && device < static_cast<int>(devices.size()) ? devices[device].get<std::string>() : "";
     arch = std::regex_search(d, m, kArch) ? Result<std::string>(std::string(m[1]))
                                           : Status::NotFound(std::string(backend.name) + " device " + std::to_string(device) + " does not exist");
@@ -150,8 +167,8 @@ std::string BuildArch(ProcessRunner& runner, const BackendSpec& backend, int dev
   if (!backend.per_device_arch) return "";
   Result<std::string> arch = DeviceArch(runner, backend, device);
   if (arch.ok()) return *arch;
-  const char* env = std::getenv("KFORGE_CUDA_ARCH");
-  std::string chosen = env && *env ? env : "sm_90";
+  const char* env = std::getenv(backend.arch_env);
+  std::string chosen = env && *env ? env : backend.default_arch;
   if (guessed) *guessed = "compiled for " + chosen + " without a device to ask: " + arch.status().message();
   return chosen;
 }
@@ -200,13 +217,16 @@ Result<bool> CompileSibling(ProcessRunner& runner, const BackendSpec& backend, c
 
 // Builds `text` into out->library (not there yet). Success is kept on disk, in the cache.
 Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& source, const std::string& text,
-             CompileKind kind, bool nvcc, const std::vector<std::string>& flags, const std::vector<std::string>& link,
+             CompileKind kind, bool device_compiler, const std::vector<std::string>& flags, const std::vector<std::string>& link,
              const fs::path& report, CompileOutput* out_ptr) {
   CompileOutput& out = *out_ptr;
-  std::string tool = nvcc ? FindNvcc() : "g++";
+  std::string tool = device_compiler ? FindDeviceCompiler(backend) : "g++";
   if (tool.empty()) {
-    out.log = "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
-              "toolkit, or put its bin/ on PATH, to build cuda candidates";
+    out.log = IsHipcc(backend)
+                  ? "hipcc not found (looked at $KFORGE_HIPCC, PATH and /opt/rocm/bin): install it (Debian 12: "
+                    "`apt-get install hipcc`; or ROCm from repo.radeon.com) to build hip candidates"
+                  : "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
+                    "toolkit, or put its bin/ on PATH, to build cuda candidates";
     return Status::Ok();
   }
   const std::string source_name = kind == CompileKind::kCandidate ? backend.source_name : "candidate.cc";
@@ -239,7 +259,7 @@ Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& 
   spec.env = CompilerEnv(dir);
   spec.limits.wall_seconds = 180;
   spec.limits.cpu_seconds = 300;
-  spec.limits.address_space_bytes = nvcc ? 16ull << 30 : 4ull << 30;
+  spec.limits.address_space_bytes = device_compiler ? 16ull << 30 : 4ull << 30;
   spec.limits.output_bytes = 1 << 20;
   ProcessResult r = runner.Run(spec);
   // A compiler that could not start or fork (the sandbox user's process limit is shared by
@@ -289,10 +309,13 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
                               const fs::path& source, CompileKind kind, const std::string& arch) {
   auto start = std::chrono::steady_clock::now();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
-  bool nvcc = IsNvcc(backend) && kind == CompileKind::kCandidate;
-  std::vector<std::string> flags = nvcc ? NvccFlags(backend, arch.empty() ? "sm_90" : arch) : Flags(backend, kind);
+  bool device_compiler = IsDeviceCompiler(backend) && kind == CompileKind::kCandidate;
+  const std::string target = arch.empty() ? backend.default_arch : arch;
+  std::vector<std::string> flags = !device_compiler ? Flags(backend, kind)
+                                   : IsHipcc(backend) ? HipccFlags(target, kAbiCopy)
+                                                      : NvccFlags(backend, target);
   std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
-  std::string key_text = (nvcc ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
+  std::string key_text = (device_compiler ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
   for (const std::string& f : flags) key_text += "\n" + f;
   for (const std::string& f : link) key_text += "\n" + f;
   if (fs::path sibling = CompiledSibling(backend, source, kind); !sibling.empty()) {
@@ -302,7 +325,7 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
   }
   CompileOutput out;
   out.key = Hash128Hex(key_text);
-  if (nvcc) out.arch = arch.empty() ? "sm_90" : arch;
+  if (device_compiler) out.arch = target;
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
   fs::create_directories(cache / "build");
   out.library = cache / "build" / (out.key + ".so");
@@ -337,7 +360,7 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
     }
     return r;
   }
-  Status built = Build(runner, backend, source, text, kind, nvcc, flags, link, report, &out);
+  Status built = Build(runner, backend, source, text, kind, device_compiler, flags, link, report, &out);
   out.seconds = seconds();
   Result<CompileOutput> result = built.ok() ? Result<CompileOutput>(out) : Result<CompileOutput>(built);
   promise.set_value(result);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -156,7 +157,8 @@ class Evaluation {
   void RecordTolerances(const std::vector<TensorShape>& outputs);
   void ChooseArch();
   void Advisory();
-  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out);
+  json RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out,
+                      const std::function<void(const fs::path&)>& read_job_folder = nullptr);
   // PyTorch problems and Python candidates (docs/pytorch-problems.md).
   Status StartPython();
   Status PreparePyTorch();
@@ -456,7 +458,9 @@ void Evaluation::ChooseArch() {
 // One check run of trial 0 under a wrapper (profiler, sanitizer); its stdout in *out.
 // `profiler`: ncu, which stays root (GPU performance counters are usually root-only) and may
 // call perf_event_open through the seccomp filter.
-json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out) {
+// `read_job_folder`, when given, sees the job folder before it is removed (rocprof's files).
+json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool profiler, std::string* out,
+                                const std::function<void(const fs::path&)>& read_job_folder) {
   Job job;
   job.backend = backend_->name;
   job.device = options_.device;
@@ -485,6 +489,7 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   *out = run->process.out + "\n" + run->process.err;
   json j = {{"process", run->process.Describe()}};
   if (run->result.contains("error")) j["worker_error"] = run->result["error"];
+  if (read_job_folder) read_job_folder(run->dir);
   Cleanup(*run);
   return j;
 }
@@ -502,8 +507,9 @@ void Evaluation::Advisory() {
       verdict_.profile = {{"error", wrapper.status().message()}};
     } else {
       std::string out;
-      json run = RunAdvisoryJob(*wrapper, true, &out);
-      verdict_.profile = p.read(backend, out);
+      json profile;
+      json run = RunAdvisoryJob(*wrapper, true, &out, [&](const fs::path& dir) { profile = p.read("", out, dir.string()); });
+      verdict_.profile = profile.is_null() ? json{{"error", "the profiled job did not run"}} : profile;
       verdict_.profile["run"] = run;
       if (verdict_.profile.contains("error")) verdict_.profile["output_tail"] = TailLines(out, 20, 4000);
     }
@@ -517,8 +523,9 @@ void Evaluation::Advisory() {
           s.wrapper ? s.wrapper(runner_, tool) : Result<std::vector<std::string>>(Status::Unavailable("the " + backend + " backend has no sanitizer"));
       if (!wrapper.ok()) { all.push_back({{"tool", tool}, {"error", wrapper.status().message()}}); continue; }
       std::string out;
-      json run = RunAdvisoryJob(*wrapper, false, &out);
-      json summary = s.read(tool, out);
+      json summary;
+      json run = RunAdvisoryJob(*wrapper, false, &out, [&](const fs::path& dir) { summary = s.read(tool, out, dir.string()); });
+      if (summary.is_null()) summary = {{"tool", tool}, {"error", "the sanitized job did not run"}};
       summary["run"] = run;
       all.push_back(summary);
     }

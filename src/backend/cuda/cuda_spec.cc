@@ -39,7 +39,13 @@ Result<std::vector<std::string>> NcuWrapper(ProcessRunner& runner, const std::st
   return NcuCommand(ncu, AvailableNcuMetrics(runner, ncu));
 }
 
-nlohmann::json ReadNcu(const std::string& /*mode*/, const std::string& output) { return ParseNcuCsv(output); }
+nlohmann::json ReadNcu(const std::string& /*mode*/, const std::string& output, const std::string& /*job_dir*/) {
+  return ParseNcuCsv(output);
+}
+
+nlohmann::json ReadSanitizer(const std::string& tool, const std::string& output, const std::string& /*job_dir*/) {
+  return SummarizeSanitizer(tool, output);
+}
 
 Result<std::vector<std::string>> SanitizerWrapper(ProcessRunner& /*runner*/, const std::string& tool) {
   const std::string sanitizer = FindCudaTool("compute-sanitizer");
@@ -68,7 +74,7 @@ BackendSpec CudaSpec() {
   b.extensions = {".cu"};
   b.code_languages = {"cuda", "cu", "cpp", "c++", "cc", "cxx", "c"};
   b.profiler = {NcuWrapper, ReadNcu};
-  b.sanitizer = {SanitizerWrapper, SummarizeSanitizer};
+  b.sanitizer = {SanitizerWrapper, ReadSanitizer};
   return b;
 }
 
