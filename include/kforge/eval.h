@@ -166,10 +166,13 @@ struct DevicePeaks {
   nlohmann::json fingerprint;
   // TheoreticalPeaksToJson (src/backend/theoretical_peaks.h): units, bandwidth_gbs,
   // bandwidth_source, cache_resident_bytes, basis.
+  // Null when the device reports none (a Vulkan GPU tells neither its compute units nor its
+  // clocks), with the reason here: the speed-of-light gate then has no floor.
   nlohmann::json theoretical;
+  std::string theoretical_error;
 };
 // `remeasure` ignores (and replaces) the cached achievable peaks. Fails when the device
-// cannot be probed or measured, or reports no theoretical peaks.
+// cannot be probed or measured.
 Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
                                    bool remeasure = false);
 

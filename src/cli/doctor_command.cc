@@ -62,7 +62,9 @@ bool CheckBackend(const BackendSpec& b, ProcessRunner& runner, bool remeasure) {
     fmt::print("           achievable peaks of device 0: {:.1f} GB/s, {:.1f} GFLOP/s fp32 ({})\n", peaks->bandwidth_gbs,
                peaks->fp32_gflops, peaks->cached ? "cached" : "measured now");
     Result<TheoreticalPeaks> bound = TheoreticalPeaksFromJson(peaks->theoretical);
-    if (bound.ok()) {
+    if (!peaks->theoretical_error.empty()) {
+      fmt::print("           theoretical peaks: none ({})\n", peaks->theoretical_error);
+    } else if (bound.ok()) {
       FlopCeiling fp32 = FastestUnit(*bound, kStrictFp32Bits);
       fmt::print("           theoretical peaks: {:.1f} GB/s ({}), {:.1f} GFLOP/s for strict fp32 ({} x{})\n",
                  bound->bandwidth_gbs, bound->bandwidth_source, fp32.gflops, fp32.unit, fp32.products);

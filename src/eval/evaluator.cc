@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -855,11 +856,20 @@ Status Evaluation::SpeedOfLight() {
   // Python jobs on the CPU are held to the host's peaks; on a GPU to the CUDA device's.
   std::string peaks_backend = !python_candidate_ ? backend_->name : torch_device_ == "cpu" ? "cpp" : "cuda";
   KF_ASSIGN_OR_RETURN(DevicePeaks peaks, GetDevicePeaks(peaks_backend, options_.device, runner_));
-  KF_ASSIGN_OR_RETURN(TheoreticalPeaks bounds, TheoreticalPeaksFromJson(peaks.theoretical));
-  TheoreticalFloor theory = ComputeTheoreticalFloor(bounds, b.flops, b.bytes, RequiredPrecisionBits(*b.problem));
-  verdict_.floor_ms = theory.ms;
-  verdict_.roofline["theoretical"] = theory.ToJson();
-  verdict_.fingerprint["theoretical_peaks"] = peaks.theoretical;
+  // Without theoretical peaks (a device that tells neither its units nor its clocks) there is
+  // no floor: the verdict says that the impossible-speed gate was not applied.
+  std::optional<TheoreticalFloor> theory;
+  if (peaks.theoretical_error.empty()) {
+    KF_ASSIGN_OR_RETURN(TheoreticalPeaks bounds, TheoreticalPeaksFromJson(peaks.theoretical));
+    theory = ComputeTheoreticalFloor(bounds, b.flops, b.bytes, RequiredPrecisionBits(*b.problem));
+    verdict_.floor_ms = theory->ms;
+    verdict_.roofline["theoretical"] = theory->ToJson();
+    verdict_.fingerprint["theoretical_peaks"] = peaks.theoretical;
+  } else {
+    verdict_.roofline["theoretical"] = {{"error", peaks.theoretical_error}};
+    verdict_.warnings.push_back(peaks.theoretical_error + ": no speed-of-light floor, so the gate against impossible "
+                                "times was not applied (SOL% is against the peaks measured here)");
+  }
   auto achievable = [&](bool remeasured) {
     Floor f = ComputeAchievableFloor(peaks.fp32_gflops, peaks.bandwidth_gbs, b.flops, b.bytes);
     verdict_.achievable_floor_ms = f.ms;
@@ -872,7 +882,7 @@ Status Evaluation::SpeedOfLight() {
   double achievable_ms = achievable(false);
   if (!verdict_.timing || verdict_.timing->median_ms <= 0) return Status::Ok();
   double median = verdict_.timing->median_ms, slack = options_.sol_slack;
-  bool impossible = median < slack * theory.ms;
+  bool impossible = theory && median < slack * theory->ms;
   bool remeasured = !impossible && peaks.cached && median < achievable_ms;  // SOL above 100%
   if (remeasured) {
     KF_ASSIGN_OR_RETURN(peaks, GetDevicePeaks(peaks_backend, options_.device, runner_, true));
@@ -882,13 +892,13 @@ Status Evaluation::SpeedOfLight() {
   if (impossible) {
     Finish(VerdictStatus::kSuspicious, fmt::format("measured time is below the theoretical speed-of-light floor "
                                                    "({:.4f} ms < {} x {:.4f} ms; {}): impossible",
-                                                   median, slack, theory.ms, theory.Describe(b.flops)), "speed_of_light");
+                                                   median, slack, theory->ms, theory->Describe(b.flops)), "speed_of_light");
   } else if (verdict_.sol_percent > 100) {
     verdict_.warnings.push_back(fmt::format(
         "SOL {:.0f}%: faster than the achievable peaks measured on this machine ({:.1f} GFLOP/s fp32, {:.1f} GB/s{}): "
-        "they were measured low or the kernel uses a faster unit; the theoretical floor ({:.4f} ms) holds",
+        "they were measured low or the kernel uses a faster unit{}",
         verdict_.sol_percent, peaks.fp32_gflops, peaks.bandwidth_gbs, remeasured ? ", measured again just now" : "",
-        theory.ms));
+        theory ? fmt::format("; the theoretical floor ({:.4f} ms) holds", theory->ms) : std::string()));
   }
   return Status::Ok();
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "base/files.h"
 #include "base/subprocess.h"
@@ -139,6 +140,43 @@ TEST_F(FaultTest, GivenACompilerThatTimesOutTheVerdictSaysSoAndALaterJudgementCo
   Result<Verdict> again = Judge(*real_, candidate);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->status, VerdictStatus::kCorrect) << again->message;
+}
+
+// A device that reports no theoretical peaks (a Vulkan GPU tells neither its compute units nor
+// its clocks): the judgement still ends in a verdict, which says that the speed-of-light gate had
+// no floor (it failed the whole evaluation on the H200's Vulkan driver).
+class NoTheoreticalPeaksRunner : public ProcessRunner {
+ public:
+  explicit NoTheoreticalPeaksRunner(ProcessRunner& real) : real_(real) {}
+  ProcessResult Run(const ProcessSpec& spec) override {
+    ProcessResult r = real_.Run(spec);
+    if (FaultInjectingRunner::RoleOf(spec) != "probe") return r;
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_object() || !j.contains("theoretical_peaks")) return r;
+    j.erase("theoretical_peaks");
+    j["theoretical_peaks_error"] = "the device tells neither its compute units nor its clocks";
+    r.out = j.dump() + "\n";
+    ++rewritten;
+    return r;
+  }
+  int rewritten = 0;
+
+ private:
+  ProcessRunner& real_;
+};
+
+TEST_F(FaultTest, GivenADeviceWithoutTheoreticalPeaksTheVerdictSaysTheSpeedOfLightGateHadNoFloor) {
+  NoTheoreticalPeaksRunner runner(*real_);
+  Result<Verdict> v = Judge(runner);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  if (runner.rewritten == 0) GTEST_SKIP() << "the device probe was answered from this process's memo";
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+  EXPECT_EQ(v->floor_ms, 0);
+  EXPECT_TRUE(v->roofline["theoretical"].contains("error")) << v->roofline.dump();
+  bool said = false;
+  for (const std::string& w : v->warnings) said |= w.find("no speed-of-light floor") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_GT(v->sol_percent, 0);  // against the peaks measured here
 }
 
 }  // namespace

@@ -18,16 +18,18 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
                                    bool remeasure) {
   KF_ASSIGN_OR_RETURN(json probe, ProbeWorkerOnce(runner, backend, device));
   if (probe.contains("error")) return Status::Unavailable(probe["error"].get<std::string>());
-  if (!probe.contains("theoretical_peaks"))
-    return Status::Unavailable("the " + backend + " device reports no theoretical peaks: " +
-                               probe.value("theoretical_peaks_error", std::string("(no reason given)")));
   json fp = probe.value("fingerprint", json::object());
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
   fs::create_directories(cache / "peaks");
   fs::path file = cache / "peaks" / (backend + "-" + std::to_string(device) + "-" + Hash128Hex(fp.dump()) + ".json");
   DevicePeaks p;
   p.fingerprint = fp;
-  p.theoretical = probe["theoretical_peaks"];
+  if (probe.contains("theoretical_peaks")) {
+    p.theoretical = probe["theoretical_peaks"];
+  } else {
+    p.theoretical_error = "the " + backend + " device reports no theoretical peaks: " +
+                          probe.value("theoretical_peaks_error", std::string("(no reason given)"));
+  }
   Result<std::string> text = remeasure ? Result<std::string>(Status::NotFound("")) : ReadFile(file);
   if (text.ok()) {
     json j = json::parse(*text, nullptr, false);
