@@ -43,6 +43,25 @@ const std::vector<DenyRule>& PythonRules() {
   return kRules;
 }
 
+BackendSpec PythonHostedSpec(const char* name, const char* summary) {
+  BackendSpec b;
+  b.name = name;
+  b.summary = summary;
+  b.entry = "kf_run";
+  b.deny = PythonRules();
+  b.compiler = "python";
+  b.source_name = "candidate.py";
+  b.unlimited_address_space = true;
+  b.python_hosted = true;
+  b.wants_gpu = true;
+  // Python launches cost tens of microseconds each; only a gap far beyond that is suspicious.
+  b.host_gap_suspicious_ms = 1.0;
+  b.extensions = {".py"};
+  b.code_languages = {"python", "py", "python3"};
+  b.highlight = "python";
+  return b;
+}
+
 const std::vector<BackendSpec>& Backends() {
   static const std::vector<BackendSpec> kBackends = {
 #define KFORGE_BACKEND(spec) spec(),

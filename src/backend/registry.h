@@ -108,6 +108,9 @@ struct BackendSpec {
 
 // Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.
 const std::vector<DenyRule>& PythonRules();
+// The fields every Python-hosted backend shares (a module the Python worker loads, the Python
+// rules, .py files and ```python blocks); the backend's spec fills in the rest.
+BackendSpec PythonHostedSpec(const char* name, const char* summary);
 
 // Deny rules every host-side candidate (C++, OpenCL host code, CUDA host code) shares.
 std::vector<DenyRule> HostRules();
