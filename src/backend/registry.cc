@@ -49,7 +49,6 @@ BackendSpec PythonHostedSpec(const char* name, const char* summary) {
   b.summary = summary;
   b.entry = "kf_run";
   b.deny = PythonRules();
-  b.compiler = "python";
   b.source_name = "candidate.py";
   b.unlimited_address_space = true;
   b.python_hosted = true;

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,23 @@ struct AdvisoryTool {
   nlohmann::json (*read)(const std::string& mode, const std::string& output, const std::string& job_dir) = nullptr;
 };
 
+struct BackendSpec;
+
+// A compiler for a device target, run by eval/compiler.cc in the sandbox like g++.
+struct Toolchain {
+  const char* name = "";  // "nvcc", in messages and the build cache's key
+  // The compiler's path, or "" when it is not installed.
+  std::string (*find)() = nullptr;
+  // The compile log's words when find() gives "": what is missing and how to install it.
+  const char* missing = "";
+  // The compiler's identity for the build cache's key, from its `--version` output.
+  std::string (*version)(const std::string& version_output) = nullptr;
+  // Every flag of a candidate's build for target `arch` (the spec's compile_flags included),
+  // with the ABI headers in folder include_dir.
+  std::vector<std::string> (*flags)(const BackendSpec& spec, const std::string& arch,
+                                    const std::string& include_dir) = nullptr;
+};
+
 // What the orchestrator knows of a backend: one spec per backend, declared in the backend's own
 // folder (src/backend/<name>/<name>_spec.cc) and listed in src/backend/backends.inc. Nothing
 // outside a backend folder branches on a backend's name; it reads these fields. The devices
@@ -53,12 +71,13 @@ struct BackendSpec {
   bool sibling_program_source = false;
   const char* sibling_extension = "";
   std::vector<DenyRule> deny;
-  // Toolchain: "g++" (flags above plus kforge's C++ flags), "nvcc" or "hipcc" (built for the
-  // evaluating device's own architecture, which the orchestrator learns from the worker's probe),
-  // or "python" (nothing to build: the Python worker loads the module).
-  const char* compiler = "g++";
   const char* source_name = "candidate.cc";  // the file name the compiler sees
+  // The compiler of a device target (cuda: nvcc; hip: hipcc), which builds candidates in place
+  // of kforge's g++; unset (find == nullptr): g++ with kforge's C++ flags and compile_flags.
+  Toolchain toolchain;
   bool per_device_arch = false;
+  // The toolchain builds for the evaluating device's own architecture, which the orchestrator
+  // learns from the worker's probe (eval/compiler.h BuildArch).
   // per_device_arch: the target built for when no device can be asked ("sm_90", "gfx90a"), and
   // the environment variable that overrides it (KFORGE_CUDA_ARCH, KFORGE_HIP_ARCH).
   const char* default_arch = "sm_90";
@@ -104,6 +123,13 @@ struct BackendSpec {
   // exports what the header holds. nullptr: the sibling travels to the worker as text (OpenCL).
   std::vector<std::string> (*sibling_compile)(const std::string& in) = nullptr;
   const char* (*sibling_glue)() = nullptr;
+  // The worker's environment beyond PATH, LD_LIBRARY_PATH and OMP_NUM_THREADS: variables passed
+  // on from kforge's own (a driver's device selection, where its drivers are), and
+  // worker_cache_env's, set for a folder of kforge's cache that the sandboxed worker may write
+  // (opencl: PoCL's kernel cache; "" worker_cache: none).
+  std::vector<std::string> worker_env;
+  const char* worker_cache = "";
+  std::vector<std::pair<std::string, std::string>> (*worker_cache_env)(const std::string& folder) = nullptr;
 };
 
 // Deny rules for Python candidates (ModelNew and Triton modules), inline CUDA sources included.

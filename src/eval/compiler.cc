@@ -9,7 +9,6 @@
 #include <mutex>
 #include <regex>
 
-#include "backend/hip/hip_toolchain.h"
 #include "base/files.h"
 #include "eval/compile_log.h"
 #include "eval/worker_client.h"
@@ -38,22 +37,8 @@ std::map<std::string, std::string> CompilerEnv(const fs::path& dir) {
           {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
 }
 
-// nvcc for the device's own architecture, with the ptxas resource report (-Xptxas -v) and
-// line info for profilers; the CUDA runtime is linked statically (nvcc's default).
-std::vector<std::string> NvccFlags(const BackendSpec& backend, const std::string& arch) {
-  std::vector<std::string> f = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
-                                "-arch=" + arch, "-lineinfo", "-Xptxas", "-v",
-                                "-I" + std::string(kAbiCopy)};
-  f.insert(f.end(), backend.compile_flags.begin(), backend.compile_flags.end());
-  return f;
-}
-
-bool IsNvcc(const BackendSpec& backend) { return std::string(backend.compiler) == "nvcc"; }
-bool IsHipcc(const BackendSpec& backend) { return std::string(backend.compiler) == "hipcc"; }
-// A compiler for a device target (nvcc, hipcc) rather than g++.
-bool IsDeviceCompiler(const BackendSpec& backend) { return IsNvcc(backend) || IsHipcc(backend); }
-
-std::string FindDeviceCompiler(const BackendSpec& backend) { return IsHipcc(backend) ? FindHipcc() : FindNvcc(); }
+// A backend whose candidates a device compiler builds (nvcc, hipcc) rather than g++.
+bool HasToolchain(const BackendSpec& backend) { return backend.toolchain.find != nullptr; }
 
 std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>& argv) {
   ProcessSpec spec;
@@ -109,33 +94,16 @@ std::string CompilerVersion(ProcessRunner& runner) {
 }
 
 std::string ToolchainVersion(ProcessRunner& runner, const BackendSpec& backend) {
-  if (IsHipcc(backend)) {
-    static std::mutex mu;
-    static std::string version;
-    std::lock_guard<std::mutex> lock(mu);
-    if (version.empty()) {
-      std::string hipcc = FindHipcc();
-      std::string kept = hipcc.empty() ? "" : HipccVersionLine(RunForVersion(runner, {hipcc, "--version"}));
-      version = (kept.empty() ? "hipcc (not found)" : kept) + " | host " + CompilerVersion(runner);
-    }
-    return version;
-  }
-  if (!IsNvcc(backend)) return CompilerVersion(runner);
+  if (!HasToolchain(backend)) return CompilerVersion(runner);
   static std::mutex mu;
-  static std::string version;
+  static std::map<std::string, std::string> versions;  // by toolchain name
   std::lock_guard<std::mutex> lock(mu);
+  const Toolchain& tc = backend.toolchain;
+  std::string& version = versions[tc.name];
   if (version.empty()) {
-    std::string nvcc = FindNvcc();
-    std::string text = nvcc.empty() ? "" : RunForVersion(runner, {nvcc, "--version"});
-    // Keep "Cuda compilation tools, release 13.0, V13.0.88" and the build line.
-    std::string kept;
-    for (size_t pos = 0; pos < text.size();) {
-      size_t end = text.find('\n', pos);
-      std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-      if (line.find("release") != std::string::npos || line.rfind("Build", 0) == 0) kept += (kept.empty() ? "" : "; ") + line;
-      pos = end == std::string::npos ? text.size() : end + 1;
-    }
-    version = (kept.empty() ? "nvcc (not found)" : kept) + " | host " + CompilerVersion(runner);
+    std::string path = tc.find();
+    std::string kept = path.empty() || !tc.version ? "" : tc.version(RunForVersion(runner, {path, "--version"}));
+    version = (kept.empty() ? std::string(tc.name) + " (not found)" : kept) + " | host " + CompilerVersion(runner);
   }
   return version;
 }
@@ -220,13 +188,9 @@ Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& 
              CompileKind kind, bool device_compiler, const std::vector<std::string>& flags, const std::vector<std::string>& link,
              const fs::path& report, CompileOutput* out_ptr) {
   CompileOutput& out = *out_ptr;
-  std::string tool = device_compiler ? FindDeviceCompiler(backend) : "g++";
+  std::string tool = device_compiler ? backend.toolchain.find() : "g++";
   if (tool.empty()) {
-    out.log = IsHipcc(backend)
-                  ? "hipcc not found (looked at $KFORGE_HIPCC, PATH and /opt/rocm/bin): install it (Debian 12: "
-                    "`apt-get install hipcc`; or ROCm from repo.radeon.com) to build hip candidates"
-                  : "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
-                    "toolkit, or put its bin/ on PATH, to build cuda candidates";
+    out.log = backend.toolchain.missing;
     return Status::Ok();
   }
   const std::string source_name = kind == CompileKind::kCandidate ? backend.source_name : "candidate.cc";
@@ -309,11 +273,9 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
                               const fs::path& source, CompileKind kind, const std::string& arch) {
   auto start = std::chrono::steady_clock::now();
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
-  bool device_compiler = IsDeviceCompiler(backend) && kind == CompileKind::kCandidate;
+  bool device_compiler = HasToolchain(backend) && kind == CompileKind::kCandidate;
   const std::string target = arch.empty() ? backend.default_arch : arch;
-  std::vector<std::string> flags = !device_compiler ? Flags(backend, kind)
-                                   : IsHipcc(backend) ? HipccFlags(target, kAbiCopy)
-                                                      : NvccFlags(backend, target);
+  std::vector<std::string> flags = device_compiler ? backend.toolchain.flags(backend, target, kAbiCopy) : Flags(backend, kind);
   std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
   std::string key_text = (device_compiler ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
   for (const std::string& f : flags) key_text += "\n" + f;

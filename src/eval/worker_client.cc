@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/registry.h"
 #include "base/files.h"
 
 namespace kforge {
@@ -20,25 +21,25 @@ namespace fs = std::filesystem;
 namespace {
 
 // The worker's environment, and the cache folders it may write besides its job folder (the
-// sandbox keeps everything else read-only).
-void SetWorkerEnv(const fs::path& dir, ProcessSpec* spec) {
+// sandbox keeps everything else read-only): the common variables, and what the backend's spec
+// names (registry.h BackendSpec::worker_env).
+void SetWorkerEnv(const fs::path& dir, const std::string& backend_name, ProcessSpec* spec) {
   std::map<std::string, std::string>& env = spec->env;
   env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
-  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES",
-                           "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT",
-                           "KFORGE_CUPTI", "KFORGE_NVCC",  // where the worker looks for libcupti
-                           "VK_DRIVER_FILES", "VK_ICD_FILENAMES", "LP_NUM_THREADS"}) {  // Vulkan's drivers
-    if (const char* v = std::getenv(name)) env[name] = v;
+  const BackendSpec* backend = FindBackend(backend_name);
+  std::vector<std::string> names = {"PATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS"};
+  if (backend) names.insert(names.end(), backend->worker_env.begin(), backend->worker_env.end());
+  for (const std::string& name : names) {
+    if (const char* v = std::getenv(name.c_str())) env[name] = v;
   }
   Result<fs::path> cache = CacheDir();
-  if (cache.ok()) {
-    fs::path pocl = *cache / "pocl";
+  if (backend && *backend->worker_cache && backend->worker_cache_env && cache.ok()) {
+    fs::path folder = *cache / backend->worker_cache;
     std::error_code ec;
-    fs::create_directories(pocl, ec);
-    if (geteuid() == 0) (void)!chown(pocl.c_str(), 65534, 65534);  // the sandbox user writes it
-    env["POCL_CACHE_DIR"] = pocl.string();
-    env["POCL_KERNEL_CACHE"] = "1";
-    if (!ec) spec->writable_paths.push_back(pocl);
+    fs::create_directories(folder, ec);
+    if (geteuid() == 0) (void)!chown(folder.c_str(), 65534, 65534);  // the sandbox user writes it
+    for (auto& [name, value] : backend->worker_cache_env(folder.string())) env[name] = value;
+    if (!ec) spec->writable_paths.push_back(folder);
   }
 }
 
@@ -112,7 +113,7 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   // Under a wrapper (ncu, compute-sanitizer) the wrapper's own folder is kept visible by the
   // sandbox, kforge-worker's is not unless named (it may lie below the private /tmp).
   if (!wrapper.empty()) spec.readable_paths.push_back(WorkerPath().parent_path());
-  SetWorkerEnv(dir, &spec);
+  SetWorkerEnv(dir, job.backend, &spec);
   spec.limits = limits;
   return RunPreparedWorker(runner, spec, dir);
 }
@@ -150,7 +151,7 @@ Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& bac
   ProcessSpec spec;
   spec.argv = {WorkerPath().string(), "probe", backend, std::to_string(device)};
   spec.cwd = dir;
-  SetWorkerEnv(dir, &spec);
+  SetWorkerEnv(dir, backend, &spec);
   spec.limits.wall_seconds = 60;
   spec.limits.address_space_bytes = 0;
   ProcessResult r = runner.Run(spec);

@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_tools.h"
 #include "backend/cuda/ptxas_report.h"
 #include "backend/registry.h"
+#include "base/files.h"
 
 namespace kforge {
 
@@ -54,6 +55,27 @@ Result<std::vector<std::string>> SanitizerWrapper(ProcessRunner& /*runner*/, con
   return SanitizerCommand(sanitizer, tool);
 }
 
+// nvcc for the device's own architecture, with the ptxas resource report (-Xptxas -v) and
+// line info for profilers; the CUDA runtime is linked statically (nvcc's default).
+std::vector<std::string> NvccFlags(const BackendSpec& spec, const std::string& arch, const std::string& include_dir) {
+  std::vector<std::string> f = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+                                "-arch=" + arch, "-lineinfo", "-Xptxas", "-v", "-I" + include_dir};
+  f.insert(f.end(), spec.compile_flags.begin(), spec.compile_flags.end());
+  return f;
+}
+
+// "Cuda compilation tools, release 13.0, V13.0.88; Build cuda_13.0..." from `nvcc --version`.
+std::string NvccVersionLine(const std::string& text) {
+  std::string kept;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.find("release") != std::string::npos || line.rfind("Build", 0) == 0) kept += (kept.empty() ? "" : "; ") + line;
+    pos = end == std::string::npos ? text.size() : end + 1;
+  }
+  return kept;
+}
+
 }  // namespace
 
 BackendSpec CudaSpec() {
@@ -63,7 +85,11 @@ BackendSpec CudaSpec() {
   b.entry = "kf_cuda_run";
   b.abi_header = "kforge_cuda.h";
   b.deny = CudaRules();
-  b.compiler = "nvcc";
+  b.toolchain = {"nvcc", FindNvcc,
+                 "nvcc not found (looked at $KFORGE_NVCC, PATH and /usr/local/cuda/bin): install the CUDA "
+                 "toolkit, or put its bin/ on PATH, to build cuda candidates",
+                 NvccVersionLine, NvccFlags};
+  b.worker_env = {"CUDA_VISIBLE_DEVICES", "KFORGE_CUPTI", "KFORGE_NVCC"};  // KFORGE_*: where libcupti is
   b.source_name = "candidate.cu";
   b.device_may_be_host = false;
   b.per_device_arch = true;

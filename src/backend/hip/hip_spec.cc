@@ -2,6 +2,7 @@
 // GPU's architecture. Not yet run on an AMD GPU: the host-gap threshold is 0 (a warning only)
 // until it is measured.
 #include "backend/hip/hip_resource_report.h"
+#include "backend/hip/hip_toolchain.h"
 #include "backend/hip/rocprof.h"
 #include "backend/registry.h"
 
@@ -46,6 +47,12 @@ nlohmann::json ReadRocprof(const std::string& /*mode*/, const std::string& /*out
   return ParseRocprofFolder(job_dir + "/rocprof");
 }
 
+std::vector<std::string> HipccBuildFlags(const BackendSpec& spec, const std::string& arch, const std::string& include_dir) {
+  std::vector<std::string> f = HipccFlags(arch, include_dir);
+  f.insert(f.end(), spec.compile_flags.begin(), spec.compile_flags.end());
+  return f;
+}
+
 }  // namespace
 
 BackendSpec HipSpec() {
@@ -55,7 +62,10 @@ BackendSpec HipSpec() {
   b.entry = "kf_hip_run";
   b.abi_header = "kforge_hip.h";
   b.deny = HipRules();
-  b.compiler = "hipcc";
+  b.toolchain = {"hipcc", FindHipcc,
+                 "hipcc not found (looked at $KFORGE_HIPCC, PATH and /opt/rocm/bin): install it (Debian 12: "
+                 "`apt-get install hipcc`; or ROCm from repo.radeon.com) to build hip candidates",
+                 HipccVersionLine, HipccBuildFlags};
   b.source_name = "candidate.hip";
   b.device_may_be_host = false;
   b.per_device_arch = true;
@@ -66,6 +76,7 @@ BackendSpec HipSpec() {
   b.unlimited_address_space = true;
   b.extensions = {".hip"};
   b.code_languages = {"hip", "cpp", "c++", "cc", "cxx", "c"};
+  b.worker_env = {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "KFORGE_HIP_RUNTIME"};
   return b;
 }
 

@@ -18,6 +18,16 @@ std::vector<DenyRule> OpenClRules() {
 
 }  // namespace
 
+namespace {
+
+// PoCL keeps the kernels it builds in a folder of kforge's cache, so that a warm run skips its
+// LLVM compile (docs/abi-opencl.md).
+std::vector<std::pair<std::string, std::string>> PoclCacheEnv(const std::string& folder) {
+  return {{"POCL_CACHE_DIR", folder}, {"POCL_KERNEL_CACHE", "1"}};
+}
+
+}  // namespace
+
 BackendSpec OpenClSpec() {
   BackendSpec b;
   b.name = "opencl";
@@ -32,6 +42,9 @@ BackendSpec OpenClSpec() {
   b.extensions = {".cpp", ".cc"};
   b.code_languages = {"cpp", "c++", "cc", "cxx", "c"};
   b.sibling_code_languages = {"opencl", "cl", "ocl"};
+  b.worker_env = {"OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT"};
+  b.worker_cache = "pocl";
+  b.worker_cache_env = PoclCacheEnv;
   return b;
 }
 

@@ -33,6 +33,7 @@ BackendSpec VulkanSpec() {
   b.extensions = {".cpp", ".cc"};
   b.code_languages = {"cpp", "c++", "cc", "cxx", "c"};
   b.sibling_code_languages = {"glsl", "comp"};
+  b.worker_env = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "LP_NUM_THREADS"};  // the loader's drivers; lavapipe's threads
   return b;
 }
 
