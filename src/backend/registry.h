@@ -39,8 +39,6 @@ struct AdvisoryTool {
   nlohmann::json (*read)(const std::string& mode, const std::string& output, const std::string& job_dir) = nullptr;
 };
 
-struct BackendSpec;
-
 // A compiler for a device target, run by eval/compiler.cc in the sandbox like g++.
 struct Toolchain {
   const char* name = "";  // "nvcc", in messages and the build cache's key
@@ -50,10 +48,9 @@ struct Toolchain {
   const char* missing = "";
   // The compiler's identity for the build cache's key, from its `--version` output.
   std::string (*version)(const std::string& version_output) = nullptr;
-  // Every flag of a candidate's build for target `arch` (the spec's compile_flags included),
-  // with the ABI headers in folder include_dir.
-  std::vector<std::string> (*flags)(const BackendSpec& spec, const std::string& arch,
-                                    const std::string& include_dir) = nullptr;
+  // The flags of a candidate's build for target `arch`, with the ABI headers in folder
+  // include_dir; the spec's compile_flags follow them.
+  std::vector<std::string> (*flags)(const std::string& arch, const std::string& include_dir) = nullptr;
 };
 
 // What the orchestrator knows of a backend: one spec per backend, declared in the backend's own
@@ -75,9 +72,9 @@ struct BackendSpec {
   // The compiler of a device target (cuda: nvcc; hip: hipcc), which builds candidates in place
   // of kforge's g++; unset (find == nullptr): g++ with kforge's C++ flags and compile_flags.
   Toolchain toolchain;
-  bool per_device_arch = false;
   // The toolchain builds for the evaluating device's own architecture, which the orchestrator
   // learns from the worker's probe (eval/compiler.h BuildArch).
+  bool per_device_arch = false;
   // per_device_arch: the target built for when no device can be asked ("sm_90", "gfx90a"), and
   // the environment variable that overrides it (KFORGE_CUDA_ARCH, KFORGE_HIP_ARCH).
   const char* default_arch = "sm_90";

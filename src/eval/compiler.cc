@@ -51,6 +51,13 @@ std::string RunForVersion(ProcessRunner& runner, const std::vector<std::string>&
   return r.Succeeded() ? r.out : "";
 }
 
+// A device compiler's flags for `arch` (the toolchain's), then the backend's compile_flags.
+std::vector<std::string> ToolchainFlags(const BackendSpec& backend, const std::string& arch) {
+  std::vector<std::string> f = backend.toolchain.flags(arch, kAbiCopy);
+  f.insert(f.end(), backend.compile_flags.begin(), backend.compile_flags.end());
+  return f;
+}
+
 std::vector<std::string> Flags(const BackendSpec& backend, CompileKind kind) {
   std::vector<std::string> f = {"-std=c++20", "-fPIC", "-shared", "-fvisibility=hidden",
                                 "-I" + std::string(kAbiCopy)};
@@ -275,7 +282,7 @@ Result<CompileOutput> Compile(ProcessRunner& runner, const BackendSpec& backend,
   KF_ASSIGN_OR_RETURN(std::string text, ReadFile(source));
   bool device_compiler = HasToolchain(backend) && kind == CompileKind::kCandidate;
   const std::string target = arch.empty() ? backend.default_arch : arch;
-  std::vector<std::string> flags = device_compiler ? backend.toolchain.flags(backend, target, kAbiCopy) : Flags(backend, kind);
+  std::vector<std::string> flags = device_compiler ? ToolchainFlags(backend, target) : Flags(backend, kind);
   std::vector<std::string> link = kind == CompileKind::kReference ? std::vector<std::string>{} : backend.link_flags;
   std::string key_text = (device_compiler ? ToolchainVersion(runner, backend) : CompilerVersion(runner)) + "\n" + AbiHeadersText() + "\n" + text;
   for (const std::string& f : flags) key_text += "\n" + f;

@@ -57,11 +57,9 @@ Result<std::vector<std::string>> SanitizerWrapper(ProcessRunner& /*runner*/, con
 
 // nvcc for the device's own architecture, with the ptxas resource report (-Xptxas -v) and
 // line info for profilers; the CUDA runtime is linked statically (nvcc's default).
-std::vector<std::string> NvccFlags(const BackendSpec& spec, const std::string& arch, const std::string& include_dir) {
-  std::vector<std::string> f = {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
-                                "-arch=" + arch, "-lineinfo", "-Xptxas", "-v", "-I" + include_dir};
-  f.insert(f.end(), spec.compile_flags.begin(), spec.compile_flags.end());
-  return f;
+std::vector<std::string> NvccFlags(const std::string& arch, const std::string& include_dir) {
+  return {"-std=c++20", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+          "-arch=" + arch, "-lineinfo", "-Xptxas", "-v", "-I" + include_dir};
 }
 
 // "Cuda compilation tools, release 13.0, V13.0.88; Build cuda_13.0..." from `nvcc --version`.

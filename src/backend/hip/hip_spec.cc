@@ -47,12 +47,6 @@ nlohmann::json ReadRocprof(const std::string& /*mode*/, const std::string& /*out
   return ParseRocprofFolder(job_dir + "/rocprof");
 }
 
-std::vector<std::string> HipccBuildFlags(const BackendSpec& spec, const std::string& arch, const std::string& include_dir) {
-  std::vector<std::string> f = HipccFlags(arch, include_dir);
-  f.insert(f.end(), spec.compile_flags.begin(), spec.compile_flags.end());
-  return f;
-}
-
 }  // namespace
 
 BackendSpec HipSpec() {
@@ -65,7 +59,7 @@ BackendSpec HipSpec() {
   b.toolchain = {"hipcc", FindHipcc,
                  "hipcc not found (looked at $KFORGE_HIPCC, PATH and /opt/rocm/bin): install it (Debian 12: "
                  "`apt-get install hipcc`; or ROCm from repo.radeon.com) to build hip candidates",
-                 HipccVersionLine, HipccBuildFlags};
+                 HipccVersionLine, HipccFlags};
   b.source_name = "candidate.hip";
   b.device_may_be_host = false;
   b.per_device_arch = true;

@@ -16,10 +16,6 @@ std::vector<DenyRule> OpenClRules() {
   return r;
 }
 
-}  // namespace
-
-namespace {
-
 // PoCL keeps the kernels it builds in a folder of kforge's cache, so that a warm run skips its
 // LLVM compile (docs/abi-opencl.md).
 std::vector<std::pair<std::string, std::string>> PoclCacheEnv(const std::string& folder) {
