@@ -1,5 +1,7 @@
 #include "backend/registry.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 namespace kforge {
@@ -41,6 +43,12 @@ const std::vector<DenyRule>& PythonRules() {
     return r;
   }();
   return kRules;
+}
+
+std::vector<std::string> CppCodeLanguages(std::vector<std::string> own_first) {
+  for (const char* w : {"cpp", "c++", "cc", "cxx", "c"})
+    if (std::find(own_first.begin(), own_first.end(), w) == own_first.end()) own_first.push_back(w);
+  return own_first;
 }
 
 BackendSpec PythonHostedSpec(const char* name, const char* summary) {
@@ -88,6 +96,18 @@ const BackendSpec* BackendForExtension(const std::string& ext) {
       for (const std::string& e : b.extensions)
         if (e == ext) return &b;
   return nullptr;
+}
+
+std::string FenceLanguageOf(const std::string& file_name) {
+  std::string ext = std::filesystem::path(file_name).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext.empty()) return "text";
+  for (const BackendSpec& b : Backends())
+    for (const std::string& e : b.extensions)
+      if (e == ext && !b.code_languages.empty()) return b.code_languages[0];
+  for (const BackendSpec& b : Backends())
+    if (ext == b.sibling_extension && !b.sibling_code_languages.empty()) return b.sibling_code_languages[0];
+  return ext.substr(1);
 }
 
 std::string DeviceLockName(const BackendSpec& backend, int device) {

@@ -135,6 +135,10 @@ const std::vector<DenyRule>& PythonRules();
 // rules, .py files and ```python blocks); the backend's spec fills in the rest.
 BackendSpec PythonHostedSpec(const char* name, const char* summary);
 
+// The info-string words of a C++ code block: the host file's in every native backend. A spec
+// puts its own words first ({"cuda", "cu"} + these).
+std::vector<std::string> CppCodeLanguages(std::vector<std::string> own_first = {});
+
 // Deny rules every host-side candidate (C++, OpenCL host code, CUDA host code) shares.
 std::vector<DenyRule> HostRules();
 
@@ -146,6 +150,11 @@ std::string BackendNames();
 // The backend whose candidates take this file extension (".cu"), or nullptr; Python-hosted
 // backends are left out (.py is every backend's KernelBench form).
 const BackendSpec* BackendForExtension(const std::string& ext);
+// The language word a fenced block holding this file should carry, from the specs: a
+// backend's main-file extension gives its first code language ("kernel.cu" -> "cuda"), a
+// sibling's extension its first sibling language ("kernel.comp" -> "glsl"), ".py" "python";
+// any other file its extension without the dot ("notes.txt" -> "txt"), "text" without one.
+std::string FenceLanguageOf(const std::string& file_name);
 // The name of the lock a timed run of this backend holds on device `device` ("cpu" for the
 // host, "cuda-0"): two jobs timed on one device never overlap.
 std::string DeviceLockName(const BackendSpec& backend, int device);

@@ -179,5 +179,65 @@ TEST_F(FaultTest, GivenADeviceWithoutTheoreticalPeaksTheVerdictSaysTheSpeedOfLig
   EXPECT_GT(v->sol_percent, 0);  // against the peaks measured here
 }
 
+// The supervisor's clock running late on the first `late_jobs` candidate jobs, as on a loaded
+// machine where it wakes up late: every timed run's wall time gets `late_ms` more than the device
+// time the candidate's process reported. The report is rewritten with its SHA-256 line, as the
+// supervisor would have written it (the runner is trusted test code).
+class LateSupervisorRunner : public ProcessRunner {
+ public:
+  LateSupervisorRunner(ProcessRunner& real, int late_jobs, double late_ms)
+      : real_(real), late_jobs_(late_jobs), late_ms_(late_ms) {}
+  ProcessResult Run(const ProcessSpec& spec) override {
+    ProcessResult r = real_.Run(spec);
+    if (FaultInjectingRunner::RoleOf(spec) != "candidate") return r;
+    ++candidate_jobs;
+    if (candidate_jobs > late_jobs_) return r;
+    Result<std::string> text = ReadFile(spec.cwd / "result.json");
+    if (!text.ok()) return r;
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("timing") || !j["timing"].contains("wall_ms")) return r;
+    for (auto& w : j["timing"]["wall_ms"]) w = w.get<double>() + late_ms_;
+    const std::string rewritten = j.dump();
+    EXPECT_TRUE(WriteFileAtomic(spec.cwd / "result.json", rewritten).ok());
+    const std::string tag = "kforge-result ";
+    size_t pos = r.out.rfind(tag);
+    if (pos != std::string::npos) r.out.replace(pos + tag.size(), 64, Sha256Hex(rewritten));
+    ++made_late;
+    return r;
+  }
+  int candidate_jobs = 0, made_late = 0;
+
+ private:
+  ProcessRunner& real_;
+  const int late_jobs_;
+  const double late_ms_;
+};
+
+TEST_F(FaultTest, GivenALateSupervisorClockOnTheFirstJobOnlyTheCandidateIsJudgedAgainAndPasses) {
+  LateSupervisorRunner runner(*real_, /*late_jobs=*/1, /*late_ms=*/50);
+  Result<Verdict> v = Judge(runner);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(runner.made_late, 1);
+  EXPECT_EQ(runner.candidate_jobs, 2);
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
+  bool said = false;
+  for (const std::string& w : v->warnings) said |= w.find("judged twice") != std::string::npos && w.find("supervisor_clock") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(v->stages.contains("first_run"));
+  // The verdict's timing is the second job's: no wall time 50 ms above its device time.
+  ASSERT_TRUE(v->timing.has_value());
+  EXPECT_LT(v->timing->wall_median_ms, v->timing->device_median_ms + 25);
+}
+
+TEST_F(FaultTest, GivenALateSupervisorClockOnEveryJobTheCandidateIsJudgedTwiceAndStaysSuspicious) {
+  // A forged timer shows on every job: the second job is caught by the same gate.
+  LateSupervisorRunner runner(*real_, /*late_jobs=*/1000, /*late_ms=*/50);
+  Result<Verdict> v = Judge(runner);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(runner.candidate_jobs, 2);
+  EXPECT_EQ(v->status, VerdictStatus::kSuspicious) << v->message;
+  EXPECT_EQ(v->gate, "supervisor_clock") << v->message;
+}
+
 }  // namespace
 }  // namespace kforge

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <system_error>
 
+#include "backend/registry.h"
 #include "base/files.h"
 #include "kforge/llm/secrets.h"
 #include "llm/limiter.h"
@@ -180,19 +181,6 @@ Result<std::vector<AnswerFile>> ReadOutFolder(const fs::path& out, const std::st
   return files;
 }
 
-std::string LanguageOf(const std::string& name) {
-  std::string ext = fs::path(name).extension().string();
-  if (!ext.empty()) ext.erase(0, 1);
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext == "cc" || ext == "cpp" || ext == "cxx" || ext == "c" || ext == "h" || ext == "hpp") {
-    return "cpp";
-  }
-  if (ext == "cu" || ext == "cuh") return "cuda";
-  if (ext == "cl") return "opencl";
-  if (ext == "py") return "python";
-  return ext.empty() ? "text" : ext;
-}
-
 // A fence longer than any run of backticks in the file, so that the file cannot close it.
 std::string FenceFor(const std::string& content) {
   size_t longest = 0, run = 0;
@@ -214,7 +202,7 @@ std::string FilesAsAnswer(const std::vector<AnswerFile>& files) {
     std::string fence = FenceFor(file.content);
     std::string body = file.content;
     if (!body.empty() && body.back() != '\n') body += "\n";
-    answer += fence + LanguageOf(file.name) + " " + file.name + "\n" + body + fence + "\n";
+    answer += fence + FenceLanguageOf(file.name) + " " + file.name + "\n" + body + fence + "\n";
   }
   return answer;
 }

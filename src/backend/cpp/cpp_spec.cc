@@ -12,7 +12,7 @@ BackendSpec CppSpec() {
   b.deny = HostRules();
   b.device_is_host_cpu = true;
   b.extensions = {".cc", ".cpp"};
-  b.code_languages = {"cpp", "c++", "cc", "cxx", "c"};
+  b.code_languages = CppCodeLanguages();
   return b;
 }
 

@@ -96,7 +96,7 @@ BackendSpec CudaSpec() {
   // Measured on an H200: host - device is 6-8 us for every honest bundled kernel.
   b.host_gap_suspicious_ms = 0.05;
   b.extensions = {".cu"};
-  b.code_languages = {"cuda", "cu", "cpp", "c++", "cc", "cxx", "c"};
+  b.code_languages = CppCodeLanguages({"cuda", "cu"});
   b.profiler = {NcuWrapper, ReadNcu};
   b.sanitizer = {SanitizerWrapper, ReadSanitizer};
   return b;

@@ -69,7 +69,7 @@ BackendSpec HipSpec() {
   b.profiler = {RocprofHook, ReadRocprof};
   b.unlimited_address_space = true;
   b.extensions = {".hip"};
-  b.code_languages = {"hip", "cpp", "c++", "cc", "cxx", "c"};
+  b.code_languages = CppCodeLanguages({"hip"});
   b.worker_env = {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "KFORGE_HIP_RUNTIME"};
   return b;
 }

@@ -36,7 +36,7 @@ BackendSpec OpenClSpec() {
   b.sibling_extension = ".cl";
   b.deny = OpenClRules();
   b.extensions = {".cpp", ".cc"};
-  b.code_languages = {"cpp", "c++", "cc", "cxx", "c"};
+  b.code_languages = CppCodeLanguages();
   b.sibling_code_languages = {"opencl", "cl", "ocl"};
   b.worker_env = {"OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT"};
   b.worker_cache = "pocl";

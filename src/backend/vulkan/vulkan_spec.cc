@@ -31,7 +31,7 @@ BackendSpec VulkanSpec() {
   b.sibling_glue = VulkanShaderGlue;
   b.deny = VulkanRules();
   b.extensions = {".cpp", ".cc"};
-  b.code_languages = {"cpp", "c++", "cc", "cxx", "c"};
+  b.code_languages = CppCodeLanguages();
   b.sibling_code_languages = {"glsl", "comp"};
   b.worker_env = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "LP_NUM_THREADS"};  // the loader's drivers; lavapipe's threads
   return b;
