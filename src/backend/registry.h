@@ -92,8 +92,15 @@ struct BackendSpec {
   bool python_hosted = false;
   bool wants_gpu = false;  // Python jobs run on CUDA when there is a device
   // A Python module the backend needs in the worker's interpreter ("triton"): `kforge doctor`
-  // and the judge say how to get it when it does not import.
+  // and the judge say how to get it when it does not import. The probe imports it only for
+  // this backend's judgements (ProbePython), so a module that is slow to import costs no one else.
   const char* python_module = "";
+  // How to get python_module when it does not import (the doctor's and the judge's words
+  // after "does not import"); "" says scripts/setup installs it.
+  const char* python_module_install = "";
+  // Candidates run only on an NVIDIA GPU (a DSL without a CPU mode, unlike Triton's
+  // interpreter): without a CUDA device the judge and the doctor say so instead of trying.
+  bool gpu_required = false;
   // The device may be the host CPU (cpp; OpenCL on PoCL): builds running beside a timed run
   // would slow it, so the compile farm (eval/compile_farm.h) finishes its builds first.
   bool device_may_be_host = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <regex>
 
 #include <fmt/format.h>
@@ -79,8 +80,9 @@ std::vector<std::string> OwnKernelNames(const std::string& source) {
     if (word) AddUnique(names, GlobalName(s, pos + 10));
   }
   // Triton: the function defined after a `triton.jit` or `@jit` decorator (autotune and
-  // heuristics decorators may sit between).
-  static const std::regex jit(R"((triton\.jit|@jit\b))");
+  // heuristics decorators may sit between). CuTe DSL: after `cute.kernel` (its `@cute.jit`
+  // functions run on the host and launch the kernels).
+  static const std::regex jit(R"((triton\.jit|@jit\b|\bcute\.kernel\b))");
   static const std::regex def(R"(\bdef\s+([A-Za-z_]\w*)\s*\()");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), jit); it != std::sregex_iterator(); ++it) {
     std::smatch m;
@@ -125,6 +127,9 @@ bool OwnNamespace(const std::string& part, const std::vector<std::string>& names
 
 }  // namespace
 
+// What CuTe DSL puts before a @cute.kernel function's name in the kernel it emits.
+constexpr const char* kCuteDslKernelPrefix = "kernel_cutlass_";
+
 bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
                  const std::vector<std::string>& namespaces) {
   for (const std::string& n : own) {
@@ -144,8 +149,10 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
         all_own &= OwnNamespace(part, namespaces);
       }
     }
-    // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _.
+    // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _. CuTe DSL names a
+    // kernel kernel_cutlass_<function>_<argument types>_<n>.
     std::string d = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
+    if (d.rfind(kCuteDslKernelPrefix, 0) == 0) d = d.substr(std::strlen(kCuteDslKernelPrefix));
     for (;;) {
       if (d.rfind(n, 0) == 0) {
         char next = d.size() > n.size() ? d[n.size()] : '\0';
@@ -230,7 +237,7 @@ KernelAccounting Account(const json& raw, const std::string& source, double outp
   const json memcpy = raw.value("memcpy", json::object());
   if (own_calls == 0) {
     a.no_custom_kernel = true;
-    std::string defined = own.empty() ? "the candidate defines no kernel (no __global__, no @triton.jit)"
+    std::string defined = own.empty() ? "the candidate defines no kernel (no __global__, no @triton.jit, no @cute.kernel)"
                                       : "none of the candidate's kernels (" + fmt::format("{}", fmt::join(own, ", ")) + ") ran";
     a.message = fmt::format(
         "{} during a checking call; device kernels that ran: {}{}. Its speedup is not a custom kernel's: write the "

@@ -4,7 +4,7 @@
 // The record comes from the worker (CUPTI in kforge-worker's CUDA child, torch.profiler in the
 // Python child; docs/worker-protocol.md, "kernels"); everything here is the trusted reading of
 // it in the orchestrator. A kernel is the candidate's own when its name is one the candidate's
-// source defines (a CUDA `__global__` function, a `@triton.jit` function); every other kernel
+// source defines (a CUDA `__global__` function, a `@triton.jit` or `@cute.kernel` function); every other kernel
 // (cuBLAS, cuDNN, ATen, torch.compile's Triton kernels) is a library kernel.
 //
 // A candidate gets `no_custom_kernel` when none of its own kernels ran, or when they ran for
@@ -21,15 +21,16 @@
 namespace kforge {
 
 // The kernels `source` defines: the names of its `__global__` functions (CUDA C++, also inside
-// Python strings given to load_inline) and of its `@triton.jit` functions, in order, no repeats.
+// Python strings given to load_inline) and of its `@triton.jit` and `@cute.kernel` (CuTe DSL)
+// functions, in order, no repeats.
 std::vector<std::string> OwnKernelNames(const std::string& source);
 // The namespaces `source` declares (`namespace a {`, `namespace a::b {`), innermost names too.
 std::vector<std::string> DeclaredNamespaces(const std::string& source);
 
 // True when the kernel `name`, as CUPTI (mangled) or torch.profiler (demangled, Triton's own
 // name) reports it, is one of `own`: a mangled `_Z<len><name>`, or a demangled name starting
-// with it (after "void " and the candidate's own namespaces), followed by '(', '<', the end,
-// or a Triton suffix '_'.
+// with it (after "void ", CuTe DSL's "kernel_cutlass_" and the candidate's own namespaces),
+// followed by '(', '<', the end, or a Triton or CuTe DSL suffix '_'.
 bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
                  const std::vector<std::string>& namespaces);
 

@@ -8,6 +8,7 @@ BackendSpec TritonSpec() {
   BackendSpec b = PythonHostedSpec("triton", "Triton kernels in a Python module (kf_run or a KernelBench ModelNew); "
                                              "NVIDIA GPUs, or Triton's interpreter on the CPU");
   b.python_module = "triton";
+  b.python_module_install = "scripts/setup installs Triton 3.2.0 beside Debian's PyTorch (on a GPU machine, use its python3)";
   return b;
 }
 

@@ -1,0 +1,21 @@
+// The cute backend: CuTe DSL kernels (NVIDIA's CUTLASS Python DSL, `@cute.kernel` and
+// `@cute.jit` functions) in a Python module with kf_run, judged in the Python worker on an
+// NVIDIA GPU. The DSL has no CPU mode: without a CUDA device the judge and the doctor say so.
+#include "backend/registry.h"
+
+namespace kforge {
+
+BackendSpec CuteSpec() {
+  BackendSpec b = PythonHostedSpec("cute", "CuTe DSL kernels (CUTLASS's Python DSL) in a Python module with kf_run; "
+                                           "NVIDIA GPUs only (the DSL has no CPU mode)");
+  b.python_module = "cutlass";
+  // About 300 MB installed (the DSL's compiler is one 190 MB library), so scripts/setup leaves
+  // it out unless asked (docs/dependencies.md).
+  b.python_module_install =
+      "pip install nvidia-cutlass-dsl into it (a venv made with --system-site-packages keeps PyTorch; "
+      "KFORGE_CUTE=1 scripts/setup makes /opt/kforge/cute-venv)";
+  b.gpu_required = true;
+  return b;
+}
+
+}  // namespace kforge
