@@ -15,6 +15,9 @@ BackendSpec CuteSpec() {
       "pip install nvidia-cutlass-dsl into it (a venv made with --system-site-packages keeps PyTorch; "
       "KFORGE_CUTE=1 scripts/setup makes /opt/kforge/cute-venv)";
   b.gpu_required = true;
+  // The DSL's math takes its fast variants as keyword arguments (cute.math.exp(x, fastmath=True)).
+  b.deny.push_back({R"(\b(fastmath|approx|ftz)\s*=\s*(True|1)\b)",
+                    "uses approximate or flush-to-zero math (fast-math is policed per problem)"});
   return b;
 }
 
