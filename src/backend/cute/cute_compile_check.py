@@ -119,8 +119,12 @@ def check(problem_dir, candidate=None):
     except Exception as e:  # a candidate's own error, reported as the judge would: it does not load
         print("%s %s: does not load: %s: %s" % (problem_dir.name, candidate, type(e).__name__, e))
         return False
+    seen = []
     for which in ("value", "quick"):
         sizes = {k: (v[which] if isinstance(v, dict) else v) for k, v in problem.get("sizes", {}).items()}
+        if sizes in seen:  # the candidate's cache would (rightly) compile nothing again
+            continue
+        seen.append(sizes)
         attrs = dict(sizes)
         attrs.update(problem.get("attrs", {}))
         inputs, outputs = tensors(problem, sizes)
