@@ -6,14 +6,16 @@
 namespace kforge {
 
 BackendSpec CuteSpec() {
-  BackendSpec b = PythonHostedSpec("cute", "CuTe DSL kernels (CUTLASS's Python DSL) in a Python module with kf_run; "
-                                           "NVIDIA GPUs only (the DSL has no CPU mode)");
+  BackendSpec b =
+      PythonHostedSpec("cute",
+                       "CuTe DSL kernels (CUTLASS's Python DSL) in a Python module with kf_run; "
+                       "NVIDIA GPUs only (the DSL has no CPU mode)");
   b.python_module = "cutlass";
   // About 300 MB installed (the DSL's compiler is one 190 MB library), so scripts/setup leaves
   // it out unless asked (docs/dependencies.md).
   b.python_module_install =
-      "pip install nvidia-cutlass-dsl into it (a venv made with --system-site-packages keeps PyTorch; "
-      "KFORGE_CUTE=1 scripts/setup makes /opt/kforge/cute-venv)";
+      "pip install nvidia-cutlass-dsl into it (a venv made with --system-site-packages keeps "
+      "PyTorch; KFORGE_CUTE=1 scripts/setup makes /opt/kforge/cute-venv)";
   b.gpu_required = true;
   // The DSL's math takes its fast variants as keyword arguments (cute.math.exp(x, fastmath=True)).
   b.deny.push_back({R"(\b(fastmath|approx|ftz)\s*=\s*(True|1)\b)",

@@ -1,12 +1,12 @@
 // What can be proved of the cute backend without a GPU: its registry row, its ABI's prompt,
 // and the doctor's and judge's words when CuTe DSL or a GPU is missing. The seeds' compile
 // check is cute_compile_check_test.sh; judging them needs an H200 (scripts/gpu-check, stage cute).
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "backend/registry.h"
 #include "eval/python_worker.h"
@@ -55,22 +55,28 @@ TEST(CuteSpecTest, GivenFastMathKeywordsTheStaticCheckDeniesThemAndThePythonRule
   EXPECT_FALSE(Denied(b, "y[i] = cute.math.exp(v)\nz = cute.math.tanh(u, approx=False)"));
   for (const char* seed : {"gelu", "row_sum", "softmax", "layernorm", "matmul", "gemm_bias_relu",
                            "gemm_scale_gelu_residual", "conv2d_relu"})
-    EXPECT_FALSE(Denied(b, Read(fs::path(KFORGE_SOURCE_DIR) / "problems" / seed / "seeds" / "naive_cute.py"))) << seed;
+    EXPECT_FALSE(Denied(
+        b, Read(fs::path(KFORGE_SOURCE_DIR) / "problems" / seed / "seeds" / "naive_cute.py")))
+        << seed;
 }
 
 TEST(CuteSpecTest, ThePromptHasTheAnswerFormatTheAbiAndOneWorkedExample) {
   const std::string prompt = Read(fs::path(KFORGE_SOURCE_DIR) / "prompts" / "backends" / "cute.md");
   for (const char* section : {"answer-format", "abi-summary", "example"})
     EXPECT_NE(prompt.find(section), std::string::npos) << section;
-  for (const char* word : {"@cute.kernel", "@cute.jit", "kf_run(inputs, outputs, attrs)", "cute.compile", "current_stream"})
+  for (const char* word : {"@cute.kernel", "@cute.jit", "kf_run(inputs, outputs, attrs)",
+                           "cute.compile", "current_stream"})
     EXPECT_NE(prompt.find(word), std::string::npos) << word;
   const std::string abi = Read(fs::path(KFORGE_SOURCE_DIR) / "docs" / "abi-cute.md");
   EXPECT_NE(abi.find("kf_run(inputs, outputs, attrs)"), std::string::npos);
 }
 
 TEST(CuteSpecTest, GivenNoCutlassModuleTheDoctorAndJudgeSayHowToInstallIt) {
-  const nlohmann::json probe = {{"python", "3.11.2"}, {"executable", "/opt/kforge/venv/bin/python3"},
-                                {"torch", "2.11.0"}, {"cuda", "13.0"}, {"devices", {"cpu", "cuda:0 NVIDIA H200"}},
+  const nlohmann::json probe = {{"python", "3.11.2"},
+                                {"executable", "/opt/kforge/venv/bin/python3"},
+                                {"torch", "2.11.0"},
+                                {"cuda", "13.0"},
+                                {"devices", {"cpu", "cuda:0 NVIDIA H200"}},
                                 {"cutlass_error", "No module named 'cutlass'"}};
   const std::string why = PythonBackendUnusable(*FindBackend("cute"), probe);
   EXPECT_NE(why.find("'cutlass'"), std::string::npos) << why;
@@ -80,9 +86,12 @@ TEST(CuteSpecTest, GivenNoCutlassModuleTheDoctorAndJudgeSayHowToInstallIt) {
 }
 
 TEST(CuteSpecTest, GivenCutlassButNoCudaDeviceTheDoctorAndJudgeSayItNeedsAnNvidiaGpu) {
-  if (std::getenv("KFORGE_TORCH_DEVICE")) GTEST_SKIP() << "KFORGE_TORCH_DEVICE is set: it chooses the device";
-  const nlohmann::json cpu_only = {{"python", "3.11.2"}, {"executable", "/opt/kforge/cute-venv/bin/python3"},
-                                   {"torch", "1.13.0"}, {"cuda", nullptr}, {"devices", {"cpu"}}, {"cutlass", "4.8.1"}};
+  if (std::getenv("KFORGE_TORCH_DEVICE"))
+    GTEST_SKIP() << "KFORGE_TORCH_DEVICE is set: it chooses the device";
+  const nlohmann::json cpu_only = {
+      {"python", "3.11.2"}, {"executable", "/opt/kforge/cute-venv/bin/python3"},
+      {"torch", "1.13.0"},  {"cuda", nullptr},
+      {"devices", {"cpu"}}, {"cutlass", "4.8.1"}};
   const std::string why = PythonBackendUnusable(*FindBackend("cute"), cpu_only);
   EXPECT_NE(why.find("only on an NVIDIA GPU"), std::string::npos) << why;
   EXPECT_NE(why.find("no CUDA device"), std::string::npos) << why;
