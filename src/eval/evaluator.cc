@@ -1330,9 +1330,11 @@ Result<bool> Evaluation::RunPythonCandidate() {
     Cleanup(run);
     return false;
   }
-  if (source_.find("load_inline") == std::string::npos && source_.find("triton.jit") == std::string::npos &&
-      source_.find("cpp_extension") == std::string::npos)
-    verdict_.warnings.push_back("the candidate defines no kernel of its own (no load_inline, no @triton.jit): it is PyTorch code");
+  // Kernels it defines: __global__ functions, @triton.jit or @cute.kernel functions (kernels.h).
+  if (source_.find("load_inline") == std::string::npos && source_.find("cpp_extension") == std::string::npos &&
+      OwnKernelNames(source_).empty())
+    verdict_.warnings.push_back(
+        "the candidate defines no kernel of its own (no load_inline, no @triton.jit, no @cute.kernel): it is PyTorch code");
   if (run.result.contains("error") && run.result["error"].value("stage", "") == "check") {
     // Outputs of the wrong shape or dtype, or a different number of them.
     Finish(VerdictStatus::kWrongOutput, run.result["error"].value("message", ""));
