@@ -7,7 +7,8 @@ The interpreter must have CuTe DSL (`pip install nvidia-cutlass-dsl`). For each 
 size sets (default and quick) it builds CPU tensors of the problem's shapes and calls the
 candidate's kf_run(inputs, outputs, attrs) as the Python worker would, except that:
 - cute.compile compiles for real (for $CUTE_DSL_ARCH, sm_90a unless set: with no GPU the DSL
-  cannot ask one) and returns a stand-in that runs nothing;
+  cannot ask one) and returns a stand-in that checks and packs a call's arguments as the
+  compiled function does, and launches nothing;
 - cutlass.torch.current_stream() gives the null stream (PyTorch here has no CUDA).
 So everything up to the launch is checked: the kernels trace, type-check and compile to PTX and
 a cubin for the target. Whether they compute the right thing is the judge's (a GPU's) business.
@@ -61,8 +62,8 @@ RECORD = Compiled()
 
 
 def instrument():
-    """Makes cute.compile compile and record into RECORD, and return a function that launches
-    nothing; the null stream for cutlass.torch's streams. Once per process."""
+    """Makes cute.compile compile and record into RECORD, and return a function that packs its
+    arguments and launches nothing; the null stream for cutlass.torch's streams. Once per process."""
     import cuda.bindings.driver as cuda
     import cutlass.cute as cute
     import cutlass.torch as cutlass_torch
@@ -76,7 +77,12 @@ def instrument():
         RECORD.count += 1
         RECORD.kernels += re.findall(r"\.entry\s+(\w+)", ptx)
         RECORD.targets.update(re.findall(r"^\.target\s+(\w+)", ptx, re.M))
-        return lambda *a, **k: None
+        generate = getattr(fn, "generate_execution_args", None)
+
+        def marshal_only(*a, **k):  # the call's arguments checked and packed, nothing launched
+            if generate is not None:
+                generate(*a, **k)
+        return marshal_only
 
     compile_only.kforge_check = True
     cute.compile = compile_only
