@@ -155,5 +155,29 @@ class TritonCompileLogTest(unittest.TestCase):
         self.assertTrue(kforge_pychild.is_triton_compile_error(FakeCompilationError("", 1, 0, "m")))
 
 
+class ProbeTest(unittest.TestCase):
+    """`kforge_pyworker.py probe [module...]`: a backend's python_module (cutlass for cute) is
+    imported only when asked for, and says why when it does not import."""
+
+    def probe(self, *modules):
+        import json
+        import os
+        import subprocess
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([sys.executable, os.path.join(here, "kforge_pyworker.py"), "probe", *modules],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+
+    def test_given_a_module_it_reports_its_version_or_why_it_does_not_import(self):
+        info = self.probe("json", "kforge_no_such_module")
+        self.assertIn("json", info)
+        self.assertIn("No module named 'kforge_no_such_module'", info["kforge_no_such_module_error"])
+
+    def test_without_a_module_only_torch_and_triton_are_probed(self):
+        info = self.probe()
+        self.assertFalse(any(k.startswith("kforge_no_such_module") or k.startswith("cutlass") for k in info))
+        self.assertTrue("triton" in info or "triton_error" in info)
+
+
 if __name__ == "__main__":
     unittest.main()

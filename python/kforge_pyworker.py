@@ -1018,7 +1018,10 @@ def zygote(preload):
     return z.serve()
 
 
-def probe():
+def probe(modules=()):
+    """What this interpreter can do: PyTorch and its devices, Triton, and each of `modules` (a
+    backend's python_module, asked for only by that backend's judgements) as its version, or
+    why it does not import as "<module>_error"."""
     info = {"python": sys.version.split()[0], "executable": sys.executable}
     try:
         import torch
@@ -1030,23 +1033,25 @@ def probe():
             info["devices"] += ["cuda:%d %s" % (i, torch.cuda.get_device_name(i)) for i in range(torch.cuda.device_count())]
     except Exception as e:
         info["error"] = "PyTorch does not import: %s; run scripts/setup (Debian: python3-torch) or set KFORGE_PYTHON" % e
-    try:
-        import triton
-        info["triton"] = triton.__version__
-    except Exception as e:
-        info["triton_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    import importlib
+    for name in ("triton",) + tuple(m for m in modules if m != "triton"):
+        try:
+            module = importlib.import_module(name)
+            info[name] = str(getattr(module, "__version__", "installed"))
+        except Exception as e:
+            info[name + "_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
     print(json.dumps(info))
     return 0
 
 
 def main(argv):
-    if len(argv) == 2 and argv[1] == "probe":
-        return probe()
+    if len(argv) >= 2 and argv[1] == "probe":
+        return probe(tuple(argv[2:]))
     if len(argv) == 3 and argv[1] == "run":
         return run_job(argv[2])
     if len(argv) >= 2 and argv[1] == "zygote":
         return zygote(argv[2:])
-    print("usage: kforge_pyworker.py probe | run <folder> | zygote [torch] [triton]", file=sys.stderr)
+    print("usage: kforge_pyworker.py probe [module...] | run <folder> | zygote [torch] [triton]", file=sys.stderr)
     return 2
 
 

@@ -98,6 +98,21 @@ const BackendSpec* BackendForExtension(const std::string& ext) {
   return nullptr;
 }
 
+std::vector<std::string> KernelDecorators() {
+  std::vector<std::string> d;
+  for (const BackendSpec& b : Backends())
+    for (const std::string& k : b.kernel_decorators)
+      if (std::find(d.begin(), d.end(), k) == d.end()) d.push_back(k);
+  return d;
+}
+
+std::vector<std::string> KernelNamePrefixes() {
+  std::vector<std::string> p;
+  for (const BackendSpec& b : Backends())
+    if (*b.kernel_name_prefix) p.push_back(b.kernel_name_prefix);
+  return p;
+}
+
 std::string FenceLanguageOf(const std::string& file_name) {
   std::string ext = std::filesystem::path(file_name).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

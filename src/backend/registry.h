@@ -92,8 +92,22 @@ struct BackendSpec {
   bool python_hosted = false;
   bool wants_gpu = false;  // Python jobs run on CUDA when there is a device
   // A Python module the backend needs in the worker's interpreter ("triton"): `kforge doctor`
-  // and the judge say how to get it when it does not import.
+  // and the judge say how to get it when it does not import. The probe imports it only for
+  // this backend's judgements (ProbePython), so a module that is slow to import costs no one else.
   const char* python_module = "";
+  // How to get python_module when it does not import (the doctor's and the judge's words
+  // after "does not import"); "" says scripts/setup installs it.
+  const char* python_module_install = "";
+  // Candidates run only on an NVIDIA GPU (a DSL without a CPU mode, unlike Triton's
+  // interpreter): without a CUDA device the judge and the doctor say so instead of trying.
+  bool gpu_required = false;
+  // A Python DSL's kernels, for kernel accounting (eval/kernels.h): the decorators that make the
+  // function defined after them a device kernel ("triton.jit", "@jit"), and what the DSL puts
+  // before that function's name in the kernel it launches (CuTe DSL: "kernel_cutlass_"). Any
+  // Python candidate may use any DSL (a KernelBench ModelNew with Triton kernels), so every
+  // spec's markers apply to every Python source.
+  std::vector<std::string> kernel_decorators;
+  const char* kernel_name_prefix = "";
   // The device may be the host CPU (cpp; OpenCL on PoCL): builds running beside a timed run
   // would slow it, so the compile farm (eval/compile_farm.h) finishes its builds first.
   bool device_may_be_host = true;
@@ -150,6 +164,9 @@ std::string BackendNames();
 // The backend whose candidates take this file extension (".cu"), or nullptr; Python-hosted
 // backends are left out (.py is every backend's KernelBench form).
 const BackendSpec* BackendForExtension(const std::string& ext);
+// Every spec's kernel_decorators and non-empty kernel_name_prefix, in registry order.
+std::vector<std::string> KernelDecorators();
+std::vector<std::string> KernelNamePrefixes();
 // The language word a fenced block holding this file should carry, from the specs: a
 // backend's main-file extension gives its first code language ("kernel.cu" -> "cuda"), a
 // sibling's extension its first sibling language ("kernel.comp" -> "glsl"), ".py" "python";

@@ -310,7 +310,9 @@ TEST_F(SandboxTest, GivenACpuSpinItIsEndedByTheCpuLimit) {
   ProcessResult r = Run(spec);
   EXPECT_EQ(r.end, End::kSignaled) << r.Describe();
   EXPECT_TRUE(r.signal == SIGXCPU || r.signal == SIGKILL) << r.signal;
-  EXPECT_GE(r.cpu_seconds, 0.9);
+  // The kernel counts the limit on the scheduler's exact runtime; rusage's user and system
+  // times, sampled at ticks, read 0.85 to 0.89 s at load 7 on the 2-core VM.
+  EXPECT_GE(r.cpu_seconds, 0.7);
   EXPECT_NE(r.Describe().find("CPU time limit of 1 s"), std::string::npos) << r.Describe();
 }
 

@@ -22,12 +22,8 @@ namespace {
 
 // Python-hosted backends: what the Python worker's interpreter has.
 bool CheckPythonBackend(const BackendSpec& b, ProcessRunner& runner) {
-  Result<nlohmann::json> probe = ProbePython(runner);
-  std::string why = !probe.ok() ? probe.status().message() : probe->value("error", std::string());
-  const std::string module = b.python_module;
-  if (why.empty() && !module.empty() && !probe->contains(module))
-    why = "Python module '" + module + "' does not import in " + PythonInterpreter() + " (" +
-          probe->value(module + "_error", std::string()) + "); scripts/setup installs it, or set KFORGE_PYTHON";
+  Result<nlohmann::json> probe = ProbePython(runner, b.python_module);
+  std::string why = !probe.ok() ? probe.status().message() : PythonBackendUnusable(b, *probe);
   if (!why.empty()) {
     fmt::print("  {:<8} NOT USABLE: {}\n", b.name, why);
     return false;
@@ -37,6 +33,9 @@ bool CheckPythonBackend(const BackendSpec& b, ProcessRunner& runner) {
   fmt::print("           python {} ({}), torch {}{}{}\n", j.value("python", ""), j.value("executable", ""),
              j.value("torch", ""), j.value("torch_compile", false) ? "" : " (no torch.compile)",
              j.contains("triton") ? ", triton " + j["triton"].get<std::string>() : "");
+  const std::string module = b.python_module;
+  if (!module.empty() && module != "triton" && j[module].is_string())
+    fmt::print("           {} {}\n", module, j[module].get<std::string>());
   int k = 0;
   for (const auto& d : j.value("devices", nlohmann::json::array())) fmt::print("           device {}: {}\n", k++, d.get<std::string>());
   return true;

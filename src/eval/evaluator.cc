@@ -1068,16 +1068,14 @@ Status Evaluation::StartPython() {
   // candidate on a PyTorch problem may need no Python job at all (references and baselines
   // kept): its first Python job, if any, starts the worker.
   if (python_candidate_) PrewarmPythonWorker(runner_, PythonJob("candidate"), PythonLimits());
-  KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_));
-  if (py_probe_.contains("error")) return Status::Unavailable(py_probe_["error"].get<std::string>());
+  // The probe imports the backend's module only for this backend's judgements (CuTe DSL's
+  // import alone takes about a second).
+  KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_, backend_->python_module));
+  if (std::string why = PythonBackendUnusable(*backend_, py_probe_); !why.empty()) return Status::Unavailable(why);
   // Native GPU backends and GPU-minded Python backends run the Python side on the GPU.
   bool gpu = backend_->wants_gpu || backend_->per_device_arch;
   torch_device_ = TorchDevice(py_probe_, gpu, options_.device);
   const std::string module = backend_->python_module;
-  if (!module.empty() && !py_probe_.contains(module))
-    return Status::Unavailable("the " + std::string(backend_->name) + " backend needs the Python module '" + module + "' in " +
-                               PythonInterpreter() + " (" + py_probe_.value(module + "_error", std::string("not installed")) +
-                               "); scripts/setup installs it, or set KFORGE_PYTHON");
   verdict_.fingerprint["python"] = py_probe_;
   verdict_.fingerprint["torch_device"] = torch_device_;
   if (python_candidate_ && torch_device_ == "cpu" && module == "triton")
@@ -1360,9 +1358,11 @@ Result<bool> Evaluation::RunPythonCandidate() {
     Cleanup(run);
     return false;
   }
-  if (source_.find("load_inline") == std::string::npos && source_.find("triton.jit") == std::string::npos &&
-      source_.find("cpp_extension") == std::string::npos)
-    verdict_.warnings.push_back("the candidate defines no kernel of its own (no load_inline, no @triton.jit): it is PyTorch code");
+  // Kernels it defines: __global__ functions, functions after a DSL's kernel decorator (kernels.h).
+  if (source_.find("load_inline") == std::string::npos && source_.find("cpp_extension") == std::string::npos &&
+      OwnKernelNames(source_).empty())
+    verdict_.warnings.push_back(
+        "the candidate defines no kernel of its own (no load_inline, no function after " + KernelDecoratorList() + "): it is PyTorch code");
   if (run.result.contains("error") && run.result["error"].value("stage", "") == "check") {
     // Outputs of the wrong shape or dtype, or a different number of them.
     Finish(VerdictStatus::kWrongOutput, run.result["error"].value("message", ""));

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <regex>
 
 #include <fmt/format.h>
+
+#include "backend/registry.h"
 
 namespace kforge {
 
@@ -69,7 +72,26 @@ std::string GlobalName(const std::string& s, size_t pos) {
   return "";
 }
 
+// The specs' kernel decorators as one pattern, each a whole word where it starts or ends with one.
+std::regex DecoratorPattern() {
+  std::string alternatives;
+  for (const std::string& d : KernelDecorators()) {
+    std::string e;
+    for (char c : d) e += std::string(std::strchr(".^$|()[]{}*+?\\", c) ? "\\" : "") + c;
+    if (IsIdent(d.front())) e = "\\b" + e;
+    if (IsIdent(d.back())) e += "\\b";
+    alternatives += (alternatives.empty() ? "" : "|") + e;
+  }
+  return std::regex(alternatives.empty() ? "$^" : "(" + alternatives + ")");
+}
+
 }  // namespace
+
+std::string KernelDecoratorList() {
+  std::string list;
+  for (const std::string& d : KernelDecorators()) list += (list.empty() ? "" : ", ") + (d[0] == '@' ? d : "@" + d);
+  return list;
+}
 
 std::vector<std::string> OwnKernelNames(const std::string& source) {
   const std::string s = WithoutComments(source);
@@ -78,9 +100,9 @@ std::vector<std::string> OwnKernelNames(const std::string& source) {
     bool word = (pos == 0 || !IsIdent(s[pos - 1])) && (pos + 10 >= s.size() || !IsIdent(s[pos + 10]));
     if (word) AddUnique(names, GlobalName(s, pos + 10));
   }
-  // Triton: the function defined after a `triton.jit` or `@jit` decorator (autotune and
-  // heuristics decorators may sit between).
-  static const std::regex jit(R"((triton\.jit|@jit\b))");
+  // Python DSLs: the function defined after one of the specs' kernel decorators (Triton's
+  // `triton.jit`, CuTe DSL's `cute.kernel`; backend/registry.h).
+  static const std::regex jit = DecoratorPattern();
   static const std::regex def(R"(\bdef\s+([A-Za-z_]\w*)\s*\()");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), jit); it != std::sregex_iterator(); ++it) {
     std::smatch m;
@@ -144,8 +166,11 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
         all_own &= OwnNamespace(part, namespaces);
       }
     }
-    // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _.
+    // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _. A Python DSL may
+    // put a prefix before the function's name (the specs' kernel_name_prefix).
     std::string d = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
+    for (const std::string& prefix : KernelNamePrefixes())
+      if (d.rfind(prefix, 0) == 0) { d = d.substr(prefix.size()); break; }
     for (;;) {
       if (d.rfind(n, 0) == 0) {
         char next = d.size() > n.size() ? d[n.size()] : '\0';
@@ -230,7 +255,7 @@ KernelAccounting Account(const json& raw, const std::string& source, double outp
   const json memcpy = raw.value("memcpy", json::object());
   if (own_calls == 0) {
     a.no_custom_kernel = true;
-    std::string defined = own.empty() ? "the candidate defines no kernel (no __global__, no @triton.jit)"
+    std::string defined = own.empty() ? "the candidate defines no kernel (no __global__, no function after " + KernelDecoratorList() + ")"
                                       : "none of the candidate's kernels (" + fmt::format("{}", fmt::join(own, ", ")) + ") ran";
     a.message = fmt::format(
         "{} during a checking call; device kernels that ran: {}{}. Its speedup is not a custom kernel's: write the "

@@ -4,8 +4,8 @@
 // The record comes from the worker (CUPTI in kforge-worker's CUDA child, torch.profiler in the
 // Python child; docs/worker-protocol.md, "kernels"); everything here is the trusted reading of
 // it in the orchestrator. A kernel is the candidate's own when its name is one the candidate's
-// source defines (a CUDA `__global__` function, a `@triton.jit` function); every other kernel
-// (cuBLAS, cuDNN, ATen, torch.compile's Triton kernels) is a library kernel.
+// source defines (a CUDA `__global__` function, a function after a Python DSL's kernel decorator
+// such as `@triton.jit`: every spec's kernel_decorators); every other kernel (cuBLAS, cuDNN, ATen, torch.compile's Triton kernels) is a library kernel.
 //
 // A candidate gets `no_custom_kernel` when none of its own kernels ran, or when they ran for
 // less time than writing its outputs once takes at the device's theoretical bandwidth: then
@@ -21,15 +21,18 @@
 namespace kforge {
 
 // The kernels `source` defines: the names of its `__global__` functions (CUDA C++, also inside
-// Python strings given to load_inline) and of its `@triton.jit` functions, in order, no repeats.
+// Python strings given to load_inline) and of the functions after a spec's kernel decorator
+// (`@triton.jit`; backend/registry.h KernelDecorators), in order, no repeats.
 std::vector<std::string> OwnKernelNames(const std::string& source);
+// The specs' kernel decorators for messages: "@triton.jit, @jit, ...".
+std::string KernelDecoratorList();
 // The namespaces `source` declares (`namespace a {`, `namespace a::b {`), innermost names too.
 std::vector<std::string> DeclaredNamespaces(const std::string& source);
 
 // True when the kernel `name`, as CUPTI (mangled) or torch.profiler (demangled, Triton's own
 // name) reports it, is one of `own`: a mangled `_Z<len><name>`, or a demangled name starting
-// with it (after "void " and the candidate's own namespaces), followed by '(', '<', the end,
-// or a Triton suffix '_'.
+// with it (after "void ", a spec's kernel_name_prefix and the candidate's own namespaces),
+// followed by '(', '<', the end, or a DSL's suffix '_'.
 bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
                  const std::vector<std::string>& namespaces);
 

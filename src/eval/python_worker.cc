@@ -97,10 +97,11 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
 
 }  // namespace
 
-Result<json> ProbePython(ProcessRunner& runner) {
+Result<json> ProbePython(ProcessRunner& runner, const std::string& module) {
   static std::mutex mu;
-  static json cached;
+  static std::map<std::string, json> probes;
   std::lock_guard<std::mutex> lock(mu);
+  json& cached = probes[module];
   if (!cached.is_null()) return cached;
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyprobe"));
   std::error_code ec;
@@ -110,6 +111,7 @@ Result<json> ProbePython(ProcessRunner& runner) {
   }
   ProcessSpec spec;
   spec.argv = {PythonInterpreter(), (dir / "kforge_pyworker.py").string(), "probe"};
+  if (!module.empty()) spec.argv.push_back(module);
   spec.cwd = dir;
   SetPythonEnv(dir, "probe", &spec);
   spec.limits.wall_seconds = 120;
@@ -124,6 +126,23 @@ Result<json> ProbePython(ProcessRunner& runner) {
                                TailLines(r.err, 10, 2000));
   cached = j;
   return cached;
+}
+
+std::string PythonBackendUnusable(const BackendSpec& b, const json& probe) {
+  if (probe.contains("error")) return probe.value("error", std::string());
+  const std::string module = b.python_module;
+  if (!module.empty() && !probe.contains(module)) {
+    const std::string fix = *b.python_module_install ? b.python_module_install : "scripts/setup installs it";
+    return "the " + std::string(b.name) + " backend needs the Python module '" + module + "', which does not import in " +
+           probe.value("executable", PythonInterpreter()) + " (" + probe.value(module + "_error", std::string("not installed")) +
+           "): " + fix + "; or set KFORGE_PYTHON to an interpreter that has it";
+  }
+  if (b.gpu_required && TorchDevice(probe, true, 0) == "cpu")
+    return "the " + std::string(b.name) + " backend runs only on an NVIDIA GPU, and PyTorch in " +
+           probe.value("executable", PythonInterpreter()) + " sees no CUDA device (" +
+           (probe.value("cuda", json()).is_string() ? "CUDA " + probe["cuda"].get<std::string>() + " build" : "a CPU-only build") +
+           "); judge its candidates on a machine with one";
+  return "";
 }
 
 std::string TorchDevice(const json& probe, bool want_gpu, int device) {

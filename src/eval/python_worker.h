@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/registry.h"
 #include "base/subprocess.h"
 #include "eval/worker_client.h"
 
@@ -30,10 +31,17 @@ std::filesystem::path PythonWorkerScript();
 // gets them all.
 std::map<std::string, std::filesystem::path> PythonWorkerFiles();
 
-// `kforge_pyworker.py probe` in the sandbox, once per process: {"python", "torch",
-// "torch_compile", "cuda", "devices", "triton"} or {"error"}. Unavailable when Python itself
-// cannot start.
-Result<nlohmann::json> ProbePython(ProcessRunner& runner);
+// `kforge_pyworker.py probe [module]` in the sandbox, once per process and module: {"python",
+// "torch", "torch_compile", "cuda", "devices", "triton"} or {"error"}, and for `module` (a
+// backend's python_module) its version under its name or why it does not import under
+// "<module>_error". Only the backend that needs a module asks for it: importing CuTe DSL takes
+// about a second. Unavailable when Python itself cannot start.
+Result<nlohmann::json> ProbePython(ProcessRunner& runner, const std::string& module = "");
+
+// Why Python-hosted backend `b` cannot judge with the interpreter `probe` describes (PyTorch
+// missing, b.python_module missing, with b.python_module_install's how-to-fix, or no CUDA
+// device where b.gpu_required); "" when it can. `kforge doctor` and the judge say the same.
+std::string PythonBackendUnusable(const BackendSpec& b, const nlohmann::json& probe);
 
 // The torch device a Python job uses: "cuda:<device>" when the probe saw a CUDA device and
 // `want_gpu`, else "cpu". $KFORGE_TORCH_DEVICE overrides ("cpu" or "cuda:0").
