@@ -95,7 +95,8 @@ std::string VerdictFeedback(const json& v) {
 }
 
 std::string FencedBlock(const std::string& language, const std::string& code) {
-  return "```" + language + "\n" + code + (code.empty() || code.ends_with('\n') ? "" : "\n") + "```\n";
+  return "```" + language + "\n" + code + (code.empty() || code.ends_with('\n') ? "" : "\n") +
+         "```\n";
 }
 
 Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {

@@ -42,15 +42,18 @@ struct TransferKernel {
 // .hip: hip, .cc: cpp). A file that matches none, or several (a .py module: triton or pytorch;
 // a .cpp with both a .cl and a .comp beside it), is InvalidArgument asking for
 // --transfer-backend.
-Result<const BackendSpec*> ResolveTransferBackend(const std::filesystem::path& file, const std::string& named);
+Result<const BackendSpec*> ResolveTransferBackend(const std::filesystem::path& file,
+                                                  const std::string& named);
 
 // Reads the whole kernel for `source` from `file` (its host file or its sibling). Fails with
 // NotFound when a file is missing (the sibling included: a kernel without it cannot be ported)
 // and IoError when one cannot be read; each message names the file and says what to do.
-Result<TransferKernel> ReadTransferKernel(const std::filesystem::path& file, const BackendSpec& source);
+Result<TransferKernel> ReadTransferKernel(const std::filesystem::path& file,
+                                          const BackendSpec& source);
 
 // ResolveTransferBackend, then ReadTransferKernel.
-Result<TransferKernel> LoadTransferKernel(const std::filesystem::path& file, const std::string& named);
+Result<TransferKernel> LoadTransferKernel(const std::filesystem::path& file,
+                                          const std::string& named);
 
 // The kernel as the generation prompt shows it: per file its name, then its text in a fenced
 // block labelled with its language; then one sentence naming the source's entry point and the

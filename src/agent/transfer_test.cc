@@ -19,7 +19,9 @@ namespace fs = std::filesystem;
 
 const fs::path kGelu = fs::path(KFORGE_PROBLEMS_DIR) / "gelu";
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::string Read(const fs::path& p) {
   Result<std::string> text = ReadFile(p);
@@ -48,7 +50,9 @@ struct Scratch {
   fs::path path;
 };
 
-void Write(const fs::path& p, const std::string& text) { ASSERT_TRUE(WriteFileAtomic(p, text).ok()) << p; }
+void Write(const fs::path& p, const std::string& text) {
+  ASSERT_TRUE(WriteFileAtomic(p, text).ok()) << p;
+}
 
 TEST(TransferBackendTest, GivenCudaAndHipFilesTheBackendIsTheOneTakingTheExtension) {
   EXPECT_EQ(Inferred(kGelu / "seeds" / "naive_cuda.cu"), "cuda");
@@ -68,13 +72,16 @@ TEST(TransferBackendTest, GivenAKernelSourceItsExtensionNamesTheBackend) {
 }
 
 TEST(TransferBackendTest, GivenANamedBackendItWinsAndAnUnknownOneListsTheBackends) {
-  Result<const BackendSpec*> named = ResolveTransferBackend(kGelu / "seeds" / "naive_cuda.cu", "hip");
+  Result<const BackendSpec*> named =
+      ResolveTransferBackend(kGelu / "seeds" / "naive_cuda.cu", "hip");
   ASSERT_TRUE(named.ok()) << named.status().ToString();
   EXPECT_STREQ((*named)->name, "hip");
-  Result<const BackendSpec*> unknown = ResolveTransferBackend(kGelu / "seeds" / "naive_cuda.cu", "metal");
+  Result<const BackendSpec*> unknown =
+      ResolveTransferBackend(kGelu / "seeds" / "naive_cuda.cu", "metal");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Contains(unknown.status().message(), "unknown --transfer-backend 'metal'")) << unknown.status().message();
+  EXPECT_TRUE(Contains(unknown.status().message(), "unknown --transfer-backend 'metal'"))
+      << unknown.status().message();
   EXPECT_TRUE(Contains(unknown.status().message(), BackendNames())) << unknown.status().message();
 }
 
@@ -135,8 +142,10 @@ TEST(TransferKernelTest, GivenAMissingFileItIsNotFoundAndSaysWhatToGive) {
   Result<TransferKernel> k = LoadTransferKernel(kGelu / "seeds" / "no_such_kernel.cu", "");
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(Contains(k.status().message(), "no_such_kernel.cu: no such file")) << k.status().message();
-  EXPECT_TRUE(Contains(k.status().message(), "e.g. problems/gelu/seeds/naive_cuda.cu")) << k.status().message();
+  EXPECT_TRUE(Contains(k.status().message(), "no_such_kernel.cu: no such file"))
+      << k.status().message();
+  EXPECT_TRUE(Contains(k.status().message(), "e.g. problems/gelu/seeds/naive_cuda.cu"))
+      << k.status().message();
 }
 
 TEST(TransferKernelTest, GivenALauncherNamedOpenClWithoutItsClTheErrorNamesTheMissingFile) {
@@ -145,7 +154,9 @@ TEST(TransferKernelTest, GivenALauncherNamedOpenClWithoutItsClTheErrorNamesTheMi
   Result<TransferKernel> k = LoadTransferKernel(dir / "launcher.cpp", "opencl");
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(Contains(k.status().message(), (dir.path / "launcher.cl").string() + " does not exist")) << k.status().message();
+  EXPECT_TRUE(
+      Contains(k.status().message(), (dir.path / "launcher.cl").string() + " does not exist"))
+      << k.status().message();
   EXPECT_TRUE(Contains(k.status().message(), "put it there")) << k.status().message();
 }
 
@@ -154,7 +165,8 @@ TEST(TransferKernelTest, GivenAKernelSourceWithoutALauncherItAsksForTheLauncher)
   Write(dir / "shader.comp", "#version 450\nvoid main() {}\n");
   Result<TransferKernel> k = LoadTransferKernel(dir / "shader.comp", "");
   ASSERT_FALSE(k.ok());
-  EXPECT_TRUE(Contains(k.status().message(), "no launcher (shader.cpp) is beside it")) << k.status().message();
+  EXPECT_TRUE(Contains(k.status().message(), "no launcher (shader.cpp) is beside it"))
+      << k.status().message();
   EXPECT_TRUE(Contains(k.status().message(), "kf_vk_run")) << k.status().message();
 }
 
@@ -170,17 +182,22 @@ TEST(TransferKernelTest, GivenAnEmptyFileOrAFolderItIsRefused) {
   EXPECT_TRUE(Contains(folder.status().message(), "is not a file")) << folder.status().message();
 }
 
-TEST(TransferPromptTest, GivenAnOpenClKernelForCudaEachFileIsFencedUnderItsLabelWithBothEntryPoints) {
+TEST(TransferPromptTest,
+     GivenAnOpenClKernelForCudaEachFileIsFencedUnderItsLabelWithBothEntryPoints) {
   Result<TransferKernel> k = LoadTransferKernel(kGelu / "seeds" / "naive_opencl.cpp", "");
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   const std::string text = TransferPromptText(*k, *FindBackend("cuda"));
-  const std::string host = "`naive_opencl.cpp`:\n\n```cpp\n" + Read(kGelu / "seeds" / "naive_opencl.cpp") + "```\n";
-  const std::string program = "`naive_opencl.cl`:\n\n```opencl\n" + Read(kGelu / "seeds" / "naive_opencl.cl") + "```\n";
+  const std::string host =
+      "`naive_opencl.cpp`:\n\n```cpp\n" + Read(kGelu / "seeds" / "naive_opencl.cpp") + "```\n";
+  const std::string program =
+      "`naive_opencl.cl`:\n\n```opencl\n" + Read(kGelu / "seeds" / "naive_opencl.cl") + "```\n";
   EXPECT_TRUE(Contains(text, host)) << text;
   EXPECT_TRUE(Contains(text, program)) << text;
   EXPECT_LT(text.find(host), text.find(program));
   EXPECT_TRUE(Contains(text, "This `opencl` kernel exports `kf_cl_run`")) << text;
-  EXPECT_TRUE(Contains(text, "your `cuda` kernel must export `kf_cuda_run` instead, as the `cuda` ABI above defines it"))
+  EXPECT_TRUE(Contains(
+      text,
+      "your `cuda` kernel must export `kf_cuda_run` instead, as the `cuda` ABI above defines it"))
       << text;
 }
 

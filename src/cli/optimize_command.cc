@@ -386,9 +386,11 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--context", f->options.context_files, "Context files added to every generation prompt");
   opt->add_option("--deny", f->options.deny, "A code pattern candidates may not contain (repeatable)");
   opt->add_option("--transfer", f->options.transfer_file,
-                  "A working kernel for another backend to port from: its host file or its .cl/.comp (docs/transfer.md)");
+                  "A working kernel for another backend to port from: its host file or its "
+                  ".cl/.comp (docs/transfer.md)");
   opt->add_option("--transfer-backend", f->options.transfer_backend,
-                  "The backend of --transfer (default: inferred from the file: .cu cuda, .hip hip, .cl opencl, .comp vulkan)");
+                  "The backend of --transfer (default: inferred from the file: .cu cuda, .hip hip, "
+                  ".cl opencl, .comp vulkan)");
   opt->add_option("--size", f->sizes, "Override a size parameter for every evaluation: --size n=262144 (repeatable)");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");

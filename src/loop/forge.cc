@@ -2,6 +2,8 @@
 // code for a new run and for a resumed one.
 #include "loop/forge.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,8 +12,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
@@ -176,10 +176,13 @@ Status ForgeRun::Prepare() {
   KF_ASSIGN_OR_RETURN(problem_, LoadProblem(file));
   if (!options_.transfer_file.empty()) {
     // StartRun checked it; a resumed run reads it again, and says what to do when it is gone.
-    Result<TransferKernel> k = LoadTransferKernel(options_.transfer_file, options_.transfer_backend);
+    Result<TransferKernel> k =
+        LoadTransferKernel(options_.transfer_file, options_.transfer_backend);
     if (!k.ok())
-      return k.status().WithContext(fmt::format("run {0} cannot go on without its --transfer kernel (put it back where it "
-                                                "was, then `kforge resume {0}`)", run_.id));
+      return k.status().WithContext(
+          fmt::format("run {0} cannot go on without its --transfer kernel (put it back where it "
+                      "was, then `kforge resume {0}`)",
+                      run_.id));
     transfer_text_ = TransferPromptText(*k, *backend_);
   }
   dir_ = deps_.artifacts / std::to_string(run_.id);
@@ -770,11 +773,13 @@ llm::RoleSettings RoleFromJson(const json& j) {
 // one, each in a fenced block labelled with the backend's code-block languages
 // (backend/registry.h), the labels its answer format asks for.
 std::string CandidateText(const AttemptRow& a, const BackendSpec& backend) {
-  std::string s = FencedBlock(backend.code_languages.empty() ? "" : backend.code_languages[0], a.source);
+  std::string s =
+      FencedBlock(backend.code_languages.empty() ? "" : backend.code_languages[0], a.source);
   json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
   if (extra.is_object() && extra.contains("program"))
-    s += FencedBlock(backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0],
-                     extra["program"].get<std::string>());
+    s +=
+        FencedBlock(backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0],
+                    extra["program"].get<std::string>());
   return s;
 }
 
@@ -1179,11 +1184,13 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
 Status ResolveTransfer(ForgeOptions* options) {
   if (options->transfer_file.empty()) {
     if (!options->transfer_backend.empty())
-      return Status::InvalidArgument("--transfer-backend " + options->transfer_backend +
-                                     " names the backend of a --transfer kernel, and no --transfer was given");
+      return Status::InvalidArgument(
+          "--transfer-backend " + options->transfer_backend +
+          " names the backend of a --transfer kernel, and no --transfer was given");
     return Status::Ok();
   }
-  KF_ASSIGN_OR_RETURN(TransferKernel k, LoadTransferKernel(options->transfer_file, options->transfer_backend));
+  KF_ASSIGN_OR_RETURN(TransferKernel k,
+                      LoadTransferKernel(options->transfer_file, options->transfer_backend));
   options->transfer_backend = k.source->name;
   std::error_code ec;
   fs::path absolute = fs::absolute(options->transfer_file, ec);

@@ -11,6 +11,7 @@
 #ifndef KFORGE_LOOP_SCRIPTED_MODEL_SERVER_H_
 #define KFORGE_LOOP_SCRIPTED_MODEL_SERVER_H_
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <chrono>
@@ -18,13 +19,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "kforge/llm/config.h"
 #include "kforge/llm/session.h"
@@ -45,8 +44,8 @@ class ScriptedModelServer {
     bool answered = false;
     bool streamed = false;  // the request asked for a stream, and got one
     std::string request_id;
-    llm::Usage usage;  // as kforge normalises it (docs/llm.md, "Usage is normalised")
-    json body;         // the request as sent
+    llm::Usage usage;   // as kforge normalises it (docs/llm.md, "Usage is normalised")
+    json body;          // the request as sent
     int64_t chars = 0;  // bytes of the system prompt and the messages' texts
   };
 
@@ -130,15 +129,18 @@ class ScriptedModelServer {
       return (type.empty() ? "" : "event: " + type + "\n") + "data: " + data.dump() + "\n\n";
     };
     std::vector<std::string> pieces;
-    std::string text = protocol_ == Protocol::kOpenAiChat ? reply["choices"][0]["message"]["content"].get<std::string>()
-                                                          : reply["content"][0]["text"].get<std::string>();
+    std::string text = protocol_ == Protocol::kOpenAiChat
+                           ? reply["choices"][0]["message"]["content"].get<std::string>()
+                           : reply["content"][0]["text"].get<std::string>();
     for (size_t at = 0; at < text.size(); at += 16) pieces.push_back(text.substr(at, 16));
     std::string out;
     if (protocol_ == Protocol::kOpenAiChat) {
-      json head = {{"id", reply["id"]}, {"object", "chat.completion.chunk"}, {"model", reply["model"]}};
+      json head = {
+          {"id", reply["id"]}, {"object", "chat.completion.chunk"}, {"model", reply["model"]}};
       for (const std::string& piece : pieces) {
         json chunk = head;
-        chunk["choices"] = {{{"index", 0}, {"delta", {{"content", piece}}}, {"finish_reason", nullptr}}};
+        chunk["choices"] = {
+            {{"index", 0}, {"delta", {{"content", piece}}}, {"finish_reason", nullptr}}};
         out += event(chunk);
       }
       json finish = head;
@@ -150,16 +152,21 @@ class ScriptedModelServer {
     }
     json start_usage = reply["usage"];
     start_usage["output_tokens"] = 1;
-    json message = {{"id", reply["id"]}, {"type", "message"}, {"role", "assistant"}, {"model", reply["model"]},
-                    {"content", json::array()}, {"usage", start_usage}};
+    json message = {{"id", reply["id"]},       {"type", "message"},        {"role", "assistant"},
+                    {"model", reply["model"]}, {"content", json::array()}, {"usage", start_usage}};
     out += event({{"type", "message_start"}, {"message", message}}, "message_start");
-    out += event({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+    out += event({{"type", "content_block_start"},
+                  {"index", 0},
+                  {"content_block", {{"type", "text"}, {"text", ""}}}},
                  "content_block_start");
     for (const std::string& piece : pieces)
-      out += event({{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", piece}}}},
+      out += event({{"type", "content_block_delta"},
+                    {"index", 0},
+                    {"delta", {{"type", "text_delta"}, {"text", piece}}}},
                    "content_block_delta");
     out += event({{"type", "content_block_stop"}, {"index", 0}}, "content_block_stop");
-    out += event({{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}},
+    out += event({{"type", "message_delta"},
+                  {"delta", {{"stop_reason", "end_turn"}}},
                   {"usage", {{"output_tokens", reply["usage"]["output_tokens"]}}}},
                  "message_delta");
     return out + event({{"type", "message_stop"}}, "message_stop");
@@ -265,10 +272,12 @@ struct ScriptedClient {
 // with the server's URL, or the Anthropic preset with its base_url overridden by the config.
 // `vision` is the config's `vision` key for that preset (unset: the preset's default, no for
 // openai-compat, yes for anthropic).
-inline ScriptedClient ClientFor(const ScriptedModelServer& server, Protocol protocol, std::optional<bool> vision = std::nullopt) {
+inline ScriptedClient ClientFor(const ScriptedModelServer& server, Protocol protocol,
+                                std::optional<bool> vision = std::nullopt) {
   ScriptedClient c;
   llm::LlmConfig config;
-  config.providers[protocol == Protocol::kOpenAiChat ? "openai-compat" : "anthropic"].vision = vision;
+  config.providers[protocol == Protocol::kOpenAiChat ? "openai-compat" : "anthropic"].vision =
+      vision;
   if (protocol == Protocol::kOpenAiChat) {
     c.model = "openai-compat:scripted-kernel-model@" + server.base_url();
   } else {
