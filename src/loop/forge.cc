@@ -2,8 +2,6 @@
 // code for a new run and for a resumed one.
 #include "loop/forge.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+
+#include <fmt/format.h>
 
 #include "agent/analyst.h"
 #include "agent/code_extract.h"
@@ -773,13 +773,13 @@ llm::RoleSettings RoleFromJson(const json& j) {
 // one, each in a fenced block labelled with the backend's code-block languages
 // (backend/registry.h), the labels its answer format asks for.
 std::string CandidateText(const AttemptRow& a, const BackendSpec& backend) {
-  std::string s =
-      FencedBlock(backend.code_languages.empty() ? "" : backend.code_languages[0], a.source);
+  const std::string main = backend.code_languages.empty() ? "" : backend.code_languages[0];
+  const std::string program =
+      backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0];
+  std::string s = FencedBlock(main, a.source);
   json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
   if (extra.is_object() && extra.contains("program"))
-    s +=
-        FencedBlock(backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0],
-                    extra["program"].get<std::string>());
+    s += FencedBlock(program, extra["program"].get<std::string>());
   return s;
 }
 
@@ -1178,6 +1178,8 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   return o;
 }
 
+namespace {
+
 // --transfer checked before the run exists: its backend named right or inferred, its files
 // readable. The run records the backend and the file's absolute path, so that a resume from
 // another folder reads the same kernel.
@@ -1197,6 +1199,8 @@ Status ResolveTransfer(ForgeOptions* options) {
   if (!ec) options->transfer_file = absolute.lexically_normal().string();
   return Status::Ok();
 }
+
+}  // namespace
 
 fs::path WorkspaceDir() {
   const char* env = std::getenv("KFORGE_WORKSPACE");

@@ -149,6 +149,10 @@ void ExpectTransferIn(const std::string& prompt,
                       const std::string& target, const std::string& target_entry) {
   EXPECT_TRUE(Contains(prompt, "## A working implementation for another backend (" + source + ")"))
       << prompt;
+  // The first file right under the section's first line (no fence around the kernel's blocks).
+  EXPECT_TRUE(Contains(
+      prompt, "keep this backend's ABI.\n\n" + Shown(files.front().first, files.front().second)))
+      << prompt;
   for (const auto& [file, label] : files)
     EXPECT_TRUE(Contains(prompt, Shown(file, label))) << file << " under ```" << label << " in:\n"
                                                       << prompt;
