@@ -306,6 +306,8 @@ int Show(const LoopFlags& f) {
   ForgeOptions config = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
   fmt::print("  precision {}\n", config.eval.precision ? PrecisionPolicyName(*config.eval.precision)
                                                        : "the problem's (not recorded)");
+  if (!config.transfer_file.empty())
+    fmt::print("  transfer  {} ({}), ported to {}\n", config.transfer_file, config.transfer_backend, run->backend);
   if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls{}, {} input + {} output tokens, ${:.4f}, {:.1f} s ({:.1f} s of stages, parallel ones added)\n",
                          t->attempts, t->correct, t->llm_calls, FailedCalls(*t), t->input_tokens, t->output_tokens, t->cost_usd,
                          t->wall_seconds, t->stage_seconds);
