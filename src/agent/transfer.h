@@ -39,8 +39,8 @@ struct TransferKernel {
 // from the file: a sibling's extension names its backend (.cl: opencl, .comp: vulkan); a host
 // file with a sibling beside it is that sibling's backend (gelu_opencl.cpp next to
 // gelu_opencl.cl: opencl); else the backend whose candidates take the extension (.cu: cuda,
-// .hip: hip, .cc: cpp). A file that matches none, or several (a .py module: triton or pytorch;
-// a .cpp with both a .cl and a .comp beside it), is InvalidArgument asking for
+// .hip: hip, .cc: cpp). A file that matches none, or several (a .py module: every Python-hosted
+// backend; a .cpp with both a .cl and a .comp beside it), is InvalidArgument asking for
 // --transfer-backend.
 Result<const BackendSpec*> ResolveTransferBackend(const std::filesystem::path& file,
                                                   const std::string& named);
