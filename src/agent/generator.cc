@@ -94,6 +94,11 @@ std::string VerdictFeedback(const json& v) {
   return out;
 }
 
+std::string FencedBlock(const std::string& language, const std::string& code) {
+  return "```" + language + "\n" + code + (code.empty() || code.ends_with('\n') ? "" : "\n") +
+         "```\n";
+}
+
 Result<llm::ChatRequest> BuildGenerationRequest(const GenerationContext& c) {
   const Problem& p = *c.problem;
   KF_ASSIGN_OR_RETURN(std::string toml, ReadFile(p.path));

@@ -306,6 +306,8 @@ int Show(const LoopFlags& f) {
   ForgeOptions config = ForgeOptions::FromJson(json::parse(run->config_json, nullptr, false));
   fmt::print("  precision {}\n", config.eval.precision ? PrecisionPolicyName(*config.eval.precision)
                                                        : "the problem's (not recorded)");
+  if (!config.transfer_file.empty())
+    fmt::print("  transfer  {} ({}), ported to {}\n", config.transfer_file, config.transfer_backend, run->backend);
   if (t.ok()) fmt::print("  {} attempts ({} correct), {} llm calls{}, {} input + {} output tokens, ${:.4f}, {:.1f} s ({:.1f} s of stages, parallel ones added)\n",
                          t->attempts, t->correct, t->llm_calls, FailedCalls(*t), t->input_tokens, t->output_tokens, t->cost_usd,
                          t->wall_seconds, t->stage_seconds);
@@ -385,8 +387,12 @@ void AddLoopCommands(CLI::App& app, int* exit_code) {
   opt->add_option("--instructions", f->options.instructions, "Extra instructions for the generation agent");
   opt->add_option("--context", f->options.context_files, "Context files added to every generation prompt");
   opt->add_option("--deny", f->options.deny, "A code pattern candidates may not contain (repeatable)");
-  opt->add_option("--transfer", f->options.transfer_file, "A working kernel for another backend to port from");
-  opt->add_option("--transfer-backend", f->options.transfer_backend, "The backend of --transfer");
+  opt->add_option("--transfer", f->options.transfer_file,
+                  "A working kernel for another backend to port from: its host file or its "
+                  ".cl/.comp (docs/transfer.md)");
+  opt->add_option("--transfer-backend", f->options.transfer_backend,
+                  "The backend of --transfer (default: inferred from the file: .cu cuda, .hip hip, "
+                  ".cl opencl, .comp vulkan)");
   opt->add_option("--size", f->sizes, "Override a size parameter for every evaluation: --size n=262144 (repeatable)");
   opt->add_flag("--quick", f->options.eval.quick, "Evaluate at the problem's quick sizes");
   opt->add_option("--budget-ms", f->options.eval.budget_ms, "Timing budget per evaluation in ms (default 2000)");

@@ -18,6 +18,7 @@
 #include "agent/generator.h"
 #include "agent/profile_images.h"
 #include "agent/prompt_template.h"
+#include "agent/transfer.h"
 #include "agent/tuner.h"
 #include "backend/registry.h"
 #include "base/files.h"
@@ -164,6 +165,8 @@ class ForgeRun {
   std::unique_ptr<CompileFarm> farm_;  // made for the first batch of several candidates
   std::map<int64_t, double> ready_at_;  // attempt -> when its candidate existed (for its queue time)
   bool images_warned_ = false;  // the progress line said once why the analyst gets no images
+  // --transfer's kernel as the generation prompts show it (read once, by Prepare); "" for none.
+  std::string transfer_text_;
 };
 
 Status ForgeRun::Prepare() {
@@ -171,6 +174,17 @@ Status ForgeRun::Prepare() {
   if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
   KF_ASSIGN_OR_RETURN(fs::path file, FindProblem(run_.problem_path.empty() ? options_.problem : run_.problem_path));
   KF_ASSIGN_OR_RETURN(problem_, LoadProblem(file));
+  if (!options_.transfer_file.empty()) {
+    // StartRun checked it; a resumed run reads it again, and says what to do when it is gone.
+    Result<TransferKernel> k =
+        LoadTransferKernel(options_.transfer_file, options_.transfer_backend);
+    if (!k.ok())
+      return k.status().WithContext(
+          fmt::format("run {0} cannot go on without its --transfer kernel (put it back where it "
+                      "was, then `kforge resume {0}`)",
+                      run_.id));
+    transfer_text_ = TransferPromptText(*k, *backend_);
+  }
   dir_ = deps_.artifacts / std::to_string(run_.id);
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -640,10 +654,8 @@ GenerationContext ForgeRun::BaseContext(const std::string& task, int64_t repairi
     Result<std::string> text = ReadFile(f);
     if (text.ok()) c.context += "### " + f + "\n```\n" + *text + "\n```\n";
   }
-  if (!options_.transfer_file.empty()) {
-    Result<std::string> t = ReadFile(options_.transfer_file);
-    if (t.ok()) { c.transfer = *t; c.transfer_backend = options_.transfer_backend; }
-  }
+  c.transfer = transfer_text_;
+  if (!transfer_text_.empty()) c.transfer_backend = options_.transfer_backend;
   return c;
 }
 
@@ -757,16 +769,17 @@ llm::RoleSettings RoleFromJson(const json& j) {
   return role;
 }
 
-// A candidate as the models see it: its main file, and its sibling kernel source in blocks
-// tagged with the backend's code-block languages (backend/registry.h).
+// A candidate as the models see it: its main file, and its sibling kernel source when it has
+// one, each in a fenced block labelled with the backend's code-block languages
+// (backend/registry.h), the labels its answer format asks for.
 std::string CandidateText(const AttemptRow& a, const BackendSpec& backend) {
-  std::string s = a.source;
+  const std::string main = backend.code_languages.empty() ? "" : backend.code_languages[0];
+  const std::string program =
+      backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0];
+  std::string s = FencedBlock(main, a.source);
   json extra = json::parse(a.extra_files_json.empty() ? "{}" : a.extra_files_json, nullptr, false);
-  if (extra.is_object() && extra.contains("program")) {
-    const std::string main = backend.code_languages.empty() ? "" : backend.code_languages[0];
-    const std::string program = backend.sibling_code_languages.empty() ? "" : backend.sibling_code_languages[0];
-    s = "```" + main + "\n" + s + "```\n```" + program + "\n" + extra["program"].get<std::string>() + "```\n";
-  }
+  if (extra.is_object() && extra.contains("program"))
+    s += FencedBlock(program, extra["program"].get<std::string>());
   return s;
 }
 
@@ -1165,6 +1178,30 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   return o;
 }
 
+namespace {
+
+// --transfer checked before the run exists: its backend named right or inferred, its files
+// readable. The run records the backend and the file's absolute path, so that a resume from
+// another folder reads the same kernel.
+Status ResolveTransfer(ForgeOptions* options) {
+  if (options->transfer_file.empty()) {
+    if (!options->transfer_backend.empty())
+      return Status::InvalidArgument(
+          "--transfer-backend " + options->transfer_backend +
+          " names the backend of a --transfer kernel, and no --transfer was given");
+    return Status::Ok();
+  }
+  KF_ASSIGN_OR_RETURN(TransferKernel k,
+                      LoadTransferKernel(options->transfer_file, options->transfer_backend));
+  options->transfer_backend = k.source->name;
+  std::error_code ec;
+  fs::path absolute = fs::absolute(options->transfer_file, ec);
+  if (!ec) options->transfer_file = absolute.lexically_normal().string();
+  return Status::Ok();
+}
+
+}  // namespace
+
 fs::path WorkspaceDir() {
   const char* env = std::getenv("KFORGE_WORKSPACE");
   if (env && *env) return env;
@@ -1178,6 +1215,7 @@ Result<ForgeSummary> StartRun(const ForgeOptions& requested, ForgeDeps& deps) {
   // The run records the policy it uses, so that `kforge show` and a resume see it even when it
   // came from the problem file.
   ForgeOptions options = requested;
+  KF_RETURN_IF_ERROR(ResolveTransfer(&options));
   KF_ASSIGN_OR_RETURN(PrecisionPolicy policy, p.ChoosePrecision(requested.eval.precision));
   options.eval.precision = policy;
   RunRow run;

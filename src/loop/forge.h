@@ -57,7 +57,10 @@ struct ForgeOptions {
   std::string instructions;      // added to every generation prompt
   std::vector<std::string> context_files;
   std::vector<std::string> deny; // code patterns candidates may not contain
-  std::string transfer_file;     // a working kernel for another backend
+  // --transfer: a working kernel for another backend, shown whole in every generation prompt
+  // (agent/transfer.h, docs/transfer.md), and its backend ("": inferred from the file).
+  // StartRun checks both and records the backend and the file's absolute path.
+  std::string transfer_file;
   std::string transfer_backend;
   EvalOptions eval;
   bool confirm = true;           // confirmation of new bests and of the tuner's top configurations
@@ -90,12 +93,17 @@ struct ForgeSummary {
   RunTotals totals;
 };
 
+// Fails before the run exists when the problem, a --size or --transfer is wrong (a --transfer
+// kernel that cannot be read, an unknown or ambiguous backend: InvalidArgument or NotFound with
+// what to do).
 Result<ForgeSummary> StartRun(const ForgeOptions& options, ForgeDeps& deps);
 
 // One line on why an attempt failed, as the repair prompts' memory of failed approaches shows
 // it: the verdict message's first line that names an error (else its first line), file names
 // instead of temporary paths, at most `max_chars` cut at a word boundary (" ..." marks a cut).
 std::string FailureSummary(const std::string& message, size_t max_chars);
+// A run started with --transfer reads its kernel again; when it is gone the run is marked failed
+// with a message that says to put it back and resume.
 Result<ForgeSummary> ResumeRun(int64_t run_id, ForgeDeps& deps);
 
 // <workspace>/.kforge: $KFORGE_WORKSPACE, else ./.kforge.

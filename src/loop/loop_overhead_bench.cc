@@ -147,7 +147,7 @@ void StepByStep(int prior, int reps, const std::string& verdict_json, const fs::
   ctx.problem = &problem;
   ctx.backend = "cpp";
   ctx.task = "optimize";
-  ctx.previous = source;
+  ctx.previous = FencedBlock("cpp", source);
   ctx.verdict_status = "correct";
   ctx.verdict_feedback = VerdictFeedback(verdict);
   ctx.recommendation = RuleAnalyst(json::object()).ToText();
