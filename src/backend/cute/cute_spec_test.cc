@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend/registry.h"
+#include "eval/kernels.h"
 #include "eval/python_worker.h"
 
 namespace kforge {
@@ -107,6 +108,45 @@ TEST(CuteSpecTest, GivenCutlassButNoCudaDeviceTheDoctorAndJudgeSayItNeedsAnNvidi
 TEST(CuteSpecTest, GivenNoPyTorchItsErrorComesFirst) {
   const nlohmann::json probe = {{"error", "PyTorch does not import: x"}, {"cutlass", "4.8.1"}};
   EXPECT_EQ(PythonBackendUnusable(*FindBackend("cute"), probe), "PyTorch does not import: x");
+}
+
+// A kernel record as the Python child writes it (eval/kernels.h), with one checking call.
+nlohmann::json Record(std::vector<nlohmann::json> records) {
+  return {{"source", "cupti"}, {"available", true}, {"call", "check set 0"}, {"records", records},
+          {"memcpy", nlohmann::json::object()}, {"harness_stream", 7}};
+}
+
+nlohmann::json Kernel(const std::string& name, double ms) {
+  return {{"name", name}, {"calls", 1}, {"device_ms", ms}, {"streams", {7}}, {"graph", false}, {"after_return", 0}};
+}
+
+// The spec's kernel_decorators and kernel_name_prefix at work in kernel accounting. CuTe DSL emits a @cute.kernel function `f` as kernel_cutlass_f_<argument
+// types>_<n> (the name CuTe DSL 4.8 gave when compiling problems/gelu/seeds/naive_cute.py for
+// sm_90a); @cute.jit functions run on the host and are no kernels.
+TEST(CuteKernelAccountingTest, GivenACuteDslCandidateItsEmittedKernelsAreItsOwn) {
+  const std::string source = R"(import cutlass.cute as cute
+@cute.kernel
+def gelu_kernel(x: cute.Tensor, y: cute.Tensor):
+    pass
+@cute.jit
+def gelu(x: cute.Tensor, y: cute.Tensor, stream):
+    gelu_kernel(x, y).launch(grid=(1, 1, 1), block=(256, 1, 1), stream=stream)
+class Gemm:
+    @cute.kernel
+    def kernel(self, a: cute.Tensor):
+        pass
+)";
+  EXPECT_EQ(OwnKernelNames(source), (std::vector<std::string>{"gelu_kernel", "kernel"}));
+  KernelAccounting a = AccountKernels(
+      Record({Kernel("kernel_cutlass_gelu_kernel_tensorptrf32gmemo1_tensorptrf32gmemo1__0", 0.5)}), source, 4e6, 4800);
+  EXPECT_FALSE(a.no_custom_kernel) << a.message;
+  EXPECT_EQ(a.summary["own_calls"], 1);
+  const std::vector<std::string> own = OwnKernelNames(source), ns;
+  EXPECT_TRUE(IsOwnKernel("kernel_cutlass_kernel_tensorptrf16gmemo1_0", own, ns));  // a class's kernel method
+  EXPECT_FALSE(IsOwnKernel("kernel_cutlass_softmax_tensorptrf32gmemo1_0", own, ns));
+  EXPECT_FALSE(IsOwnKernel("kernel_cutlass_gelu_tensorptrf32gmemo1_0", own, ns));  // the @cute.jit name
+  EXPECT_TRUE(AccountKernels(Record({Kernel("kernel_cutlass_gelu_tensorptrf32gmemo1_0", 0.5)}), source, 4e6, 4800)
+                  .no_custom_kernel);
 }
 
 }  // namespace
