@@ -216,6 +216,23 @@ def is_triton_compile_error(e):
     return any(c.__name__ == "CompilationError" and c.__module__.startswith("triton") for c in type(e).__mro__)
 
 
+def is_first_call_compile_error(e, kinds):
+    """One of the job's `compile_errors` ("<module prefix>:<class name>", the specs'
+    first_call_compile_errors): a Python DSL's kernel that does not compile at its first call."""
+    for kind in kinds:
+        prefix, _, name = kind.partition(":")
+        if any(c.__name__ == name and c.__module__.startswith(prefix) for c in type(e).__mro__):
+            return True
+    return False
+
+
+def dsl_compile_log(e, path, shown_name):
+    """Another DSL's compile error as its message says it (CuTe DSL shows the candidate's line and
+    a caret), without terminal colours, the job's file named as the candidate's."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "%s: %s" % (type(e).__name__, e))
+    return text.replace(path, shown_name)[:20000]
+
+
 def triton_compile_log(e, path, shown_name):
     """A Triton CompilationError written as a compiler's diagnostics: for it and the errors it
     was raised from, "candidate.py:14:9: error: message" at the line of the candidate's file
@@ -551,9 +568,11 @@ class Child:
             except WorkerError as e:
                 reply = {"error": {"stage": e.stage, "message": str(e)}}
             except BaseException as e:  # the candidate's or the model's own exception, SystemExit too
+                path = os.path.join(self.folder, self.spec.get("candidate") or "candidate.py")
                 if is_triton_compile_error(e):
-                    path = os.path.join(self.folder, self.spec.get("candidate") or "candidate.py")
                     reply = {"error": {"stage": "kernel_compile", "message": triton_compile_log(e, path, os.path.basename(path))}}
+                elif is_first_call_compile_error(e, self.spec.get("compile_errors", ())):
+                    reply = {"error": {"stage": "kernel_compile", "message": dsl_compile_log(e, path, os.path.basename(path))}}
                 else:
                     tb = traceback.format_exc().splitlines()
                     reply = {"error": {"stage": "run", "message": "%s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-12:]))}}

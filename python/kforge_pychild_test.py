@@ -155,6 +155,29 @@ class TritonCompileLogTest(unittest.TestCase):
         self.assertTrue(kforge_pychild.is_triton_compile_error(FakeCompilationError("", 1, 0, "m")))
 
 
+class FirstCallCompileErrorTest(unittest.TestCase):
+    """A DSL's compile error named by the job's compile_errors (the specs'
+    first_call_compile_errors) is the candidate's compile error, whatever DSL raised it."""
+
+    def test_given_a_listed_class_by_module_prefix_and_name_it_is_a_compile_error(self):
+        import kforge_pychild
+        UserCodeError = type("DSLUserCodeError", (Exception,), {"__module__": "cutlass.base_dsl.common"})
+        Other = type("DSLRuntimeError", (Exception,), {"__module__": "cutlass.base_dsl.common"})
+        kinds = ["triton:CompilationError", "cutlass.base_dsl:DSLUserCodeError"]
+        self.assertTrue(kforge_pychild.is_first_call_compile_error(UserCodeError("x"), kinds))
+        self.assertTrue(kforge_pychild.is_first_call_compile_error(type("Sub", (UserCodeError,), {})("x"), kinds))
+        self.assertFalse(kforge_pychild.is_first_call_compile_error(Other("x"), kinds))
+        self.assertFalse(kforge_pychild.is_first_call_compile_error(UserCodeError("x"), ["triton:CompilationError"]))
+        self.assertFalse(kforge_pychild.is_first_call_compile_error(ValueError("x"), kinds))
+
+    def test_its_log_has_no_terminal_colours_and_names_the_candidates_file(self):
+        import kforge_pychild
+        UserCodeError = type("DSLUserCodeError", (Exception,), {"__module__": "cutlass.base_dsl.common"})
+        e = UserCodeError("/job/x/candidate.py:11 \x1b[91m^\x1b[0m name 'undefined_name' is not defined")
+        log = kforge_pychild.dsl_compile_log(e, "/job/x/candidate.py", "gelu_cute.py")
+        self.assertEqual(log, "DSLUserCodeError: gelu_cute.py:11 ^ name 'undefined_name' is not defined")
+
+
 class ProbeTest(unittest.TestCase):
     """`kforge_pyworker.py probe [module...]`: a backend's python_module (cutlass for cute) is
     imported only when asked for, and says why when it does not import."""

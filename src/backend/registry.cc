@@ -113,6 +113,14 @@ std::vector<std::string> KernelNamePrefixes() {
   return p;
 }
 
+std::vector<std::string> FirstCallCompileErrors() {
+  std::vector<std::string> e;
+  for (const BackendSpec& b : Backends())
+    for (const std::string& k : b.first_call_compile_errors)
+      if (std::find(e.begin(), e.end(), k) == e.end()) e.push_back(k);
+  return e;
+}
+
 std::string FenceLanguageOf(const std::string& file_name) {
   std::string ext = std::filesystem::path(file_name).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -108,6 +108,11 @@ struct BackendSpec {
   // spec's markers apply to every Python source.
   std::vector<std::string> kernel_decorators;
   const char* kernel_name_prefix = "";
+  // The exceptions a Python DSL raises when a kernel does not compile at its first call, as
+  // "<module prefix>:<class name>" ("triton:CompilationError"): the Python child reports them as
+  // the candidate's compile error (stage kernel_compile), not as a run's failure. Every spec's
+  // apply to every Python candidate, as kernel_decorators do.
+  std::vector<std::string> first_call_compile_errors;
   // The device may be the host CPU (cpp; OpenCL on PoCL): builds running beside a timed run
   // would slow it, so the compile farm (eval/compile_farm.h) finishes its builds first.
   bool device_may_be_host = true;
@@ -167,6 +172,7 @@ const BackendSpec* BackendForExtension(const std::string& ext);
 // Every spec's kernel_decorators and non-empty kernel_name_prefix, in registry order.
 std::vector<std::string> KernelDecorators();
 std::vector<std::string> KernelNamePrefixes();
+std::vector<std::string> FirstCallCompileErrors();
 // The language word a fenced block holding this file should carry, from the specs: a
 // backend's main-file extension gives its first code language ("kernel.cu" -> "cuda"), a
 // sibling's extension its first sibling language ("kernel.comp" -> "glsl"), ".py" "python";

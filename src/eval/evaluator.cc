@@ -1109,6 +1109,8 @@ json Evaluation::PythonJob(const std::string& mode) const {
   // How many timed runs come back for a reference check: the caller's --timed-checks for a
   // candidate; none for the problem's own code (a reference or a baseline).
   job["timed_checks"] = mode == "candidate" ? std::max(options_.timed_checks, 0) : 0;
+  // A Python DSL's compile error at a kernel's first call is the candidate's compile error.
+  job["compile_errors"] = FirstCallCompileErrors();
   if (pytorch_) {
     job["problem"] = {{"kind", "kernelbench"}, {"module", "problem.py"}};
     job["sets"] = py_sets_;

@@ -21,6 +21,9 @@ BackendSpec CuteSpec() {
   // them); the DSL names a kernel kernel_cutlass_<function>_<argument types>_<n>.
   b.kernel_decorators = {"cute.kernel"};
   b.kernel_name_prefix = "kernel_cutlass_";
+  // cute.compile raises this for a kernel that does not compile (its message shows the
+  // candidate's line with a caret; checked with CuTe DSL 4.8.1 and testdata/does_not_compile.py).
+  b.first_call_compile_errors = {"cutlass.base_dsl:DSLUserCodeError"};
   // The DSL's math takes its fast variants as keyword arguments (cute.math.exp(x, fastmath=True)).
   b.deny.push_back({R"(\b(fastmath|approx|ftz)\s*=\s*(True|1)\b)",
                     "uses approximate or flush-to-zero math (fast-math is policed per problem)"});

@@ -3,6 +3,7 @@
 // check is cute_compile_check_test.sh; judging them needs an H200 (scripts/gpu-check, stage cute).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -147,6 +148,15 @@ class Gemm:
   EXPECT_FALSE(IsOwnKernel("kernel_cutlass_gelu_tensorptrf32gmemo1_0", own, ns));  // the @cute.jit name
   EXPECT_TRUE(AccountKernels(Record({Kernel("kernel_cutlass_gelu_tensorptrf32gmemo1_0", 0.5)}), source, 4e6, 4800)
                   .no_custom_kernel);
+}
+
+TEST(CuteSpecTest, ItsCompileExceptionReachesEveryPythonJob) {
+  const BackendSpec* b = FindBackend("cute");
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->first_call_compile_errors, (std::vector<std::string>{"cutlass.base_dsl:DSLUserCodeError"}));
+  const std::vector<std::string> all = FirstCallCompileErrors();
+  EXPECT_NE(std::find(all.begin(), all.end(), "cutlass.base_dsl:DSLUserCodeError"), all.end());
+  EXPECT_NE(std::find(all.begin(), all.end(), "triton:CompilationError"), all.end());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ BackendSpec TritonSpec() {
   // The function after @triton.jit (or a bare @jit) is a kernel; autotune and heuristics
   // decorators may sit between.
   b.kernel_decorators = {"triton.jit", "@jit"};
+  b.first_call_compile_errors = {"triton:CompilationError"};
   b.python_module_install = "scripts/setup installs Triton 3.2.0 beside Debian's PyTorch (on a GPU machine, use its python3)";
   return b;
 }
