@@ -213,7 +213,7 @@ def load_module(path, name, overrides=None):
 def is_triton_compile_error(e):
     """Triton compiles a @triton.jit kernel at its first call: its CompilationError (by name,
     so that no Triton import is needed here)."""
-    return any(c.__name__ == "CompilationError" and c.__module__.startswith("triton") for c in type(e).__mro__)
+    return is_first_call_compile_error(e, ("triton:CompilationError",))
 
 
 def is_first_call_compile_error(e, kinds):

@@ -98,13 +98,20 @@ const BackendSpec* BackendForExtension(const std::string& ext) {
   return nullptr;
 }
 
-std::vector<std::string> KernelDecorators() {
-  std::vector<std::string> d;
+namespace {
+
+// One list field of every spec, in registry order, without repeats.
+std::vector<std::string> EverySpecs(std::vector<std::string> BackendSpec::*field) {
+  std::vector<std::string> all;
   for (const BackendSpec& b : Backends())
-    for (const std::string& k : b.kernel_decorators)
-      if (std::find(d.begin(), d.end(), k) == d.end()) d.push_back(k);
-  return d;
+    for (const std::string& v : b.*field)
+      if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
+  return all;
 }
+
+}  // namespace
+
+std::vector<std::string> KernelDecorators() { return EverySpecs(&BackendSpec::kernel_decorators); }
 
 std::vector<std::string> KernelNamePrefixes() {
   std::vector<std::string> p;
@@ -113,13 +120,7 @@ std::vector<std::string> KernelNamePrefixes() {
   return p;
 }
 
-std::vector<std::string> FirstCallCompileErrors() {
-  std::vector<std::string> e;
-  for (const BackendSpec& b : Backends())
-    for (const std::string& k : b.first_call_compile_errors)
-      if (std::find(e.begin(), e.end(), k) == e.end()) e.push_back(k);
-  return e;
-}
+std::vector<std::string> FirstCallCompileErrors() { return EverySpecs(&BackendSpec::first_call_compile_errors); }
 
 std::string FenceLanguageOf(const std::string& file_name) {
   std::string ext = std::filesystem::path(file_name).extension().string();

@@ -169,7 +169,8 @@ bool IsOwnKernel(const std::string& name, const std::vector<std::string>& own,
     // Demangled: [void ][ns::]name followed by ( < end or a Triton suffix _. A Python DSL may
     // put a prefix before the function's name (the specs' kernel_name_prefix).
     std::string d = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
-    for (const std::string& prefix : KernelNamePrefixes())
+    static const std::vector<std::string> prefixes = KernelNamePrefixes();
+    for (const std::string& prefix : prefixes)
       if (d.rfind(prefix, 0) == 0) { d = d.substr(prefix.size()); break; }
     for (;;) {
       if (d.rfind(n, 0) == 0) {

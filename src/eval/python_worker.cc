@@ -103,6 +103,11 @@ Result<json> ProbePython(ProcessRunner& runner, const std::string& module) {
   std::lock_guard<std::mutex> lock(mu);
   json& cached = probes[module];
   if (!cached.is_null()) return cached;
+  // Every probe reports PyTorch and Triton: one made for another module answers this one too
+  // when it reported it (the triton backend's and pytorch's judgements share one probe).
+  for (const auto& [other, probe] : probes)
+    if (!probe.is_null() && (module.empty() || probe.contains(module) || probe.contains(module + "_error")))
+      return cached = probe;
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyprobe"));
   std::error_code ec;
   for (const auto& [name, from] : PythonWorkerFiles()) {
