@@ -5,7 +5,10 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -31,7 +34,9 @@ Result<std::string> ReadFile(const fs::path& path) {
   if (fd < 0) return Status::NotFound("cannot read " + path.string() + ": " + std::strerror(errno));
   struct stat st {};
   std::string bytes;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) bytes.resize(static_cast<size_t>(st.st_size));
+  // One byte more than the file: the read that finds the end then has room, where a buffer of
+  // exactly the file's size was doubled (allocated, faulted in and copied) just to see the end.
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) bytes.resize(static_cast<size_t>(st.st_size) + 1);
   size_t got = 0;
   for (;;) {
     if (got == bytes.size()) bytes.resize(std::max<size_t>(4096, 2 * bytes.size()));  // grew, or not a regular file
@@ -102,6 +107,20 @@ Result<fs::path> MakeTempDir(const std::string& tag) {
   if (!mkdtemp(pattern.data()))
     return Status::IoError("cannot create a temporary directory " + pattern + " (is /tmp full?)");
   return fs::path(pattern);
+}
+
+Result<fs::path> MakeJobDir(const std::string& tag, uint64_t bytes) {
+  if (const char* dir = std::getenv("KFORGE_JOB_DIR"); dir && *dir) return MakeDirIn(dir, "kforge-" + tag);
+  struct statfs fs_info {};
+  struct statvfs room {};
+  constexpr uint64_t kMargin = uint64_t{256} << 20;
+  if (statfs("/dev/shm", &fs_info) == 0 && fs_info.f_type == TMPFS_MAGIC && statvfs("/dev/shm", &room) == 0 &&
+      access("/dev/shm", W_OK | X_OK) == 0 &&
+      static_cast<uint64_t>(room.f_bavail) * room.f_frsize >= 2 * bytes + kMargin) {
+    Result<fs::path> dir = MakeDirIn("/dev/shm", "kforge-" + tag);
+    if (dir.ok()) return dir;
+  }
+  return MakeTempDir(tag);
 }
 
 Result<fs::path> MakeDirIn(const fs::path& parent, const std::string& tag) {

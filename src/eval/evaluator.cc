@@ -16,6 +16,7 @@
 
 #include "backend/registry.h"
 #include "base/files.h"
+#include "base/parallel.h"
 #include "base/stats.h"
 #include "base/subprocess.h"
 #include "eval/compare.h"
@@ -366,19 +367,24 @@ Status Evaluation::ReadReferences(const WorkerRun& run, std::vector<Trial>& tria
                               run.result.value("error", json::object()).value("message", "") + "\n" +
                               TailLines(run.process.err, 10, 2000));
   }
-  for (size_t t = 0; status.ok() && t < trials.size(); ++t) {
+  if (!status.ok()) return status;
+  // A trial per thread: each output read back, its SHA-256 checked and widened.
+  std::vector<Status> read(trials.size(), Status::Ok());
+  ParallelFor(trials.size(), [&](size_t t) {
     trials[t].reference.clear();
     for (const TensorShape& out : trials[t].bound.outputs) {
       Result<std::string> bytes = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', out.name));
-      if (!bytes.ok()) { status = bytes.status(); break; }
+      if (!bytes.ok()) { read[t] = bytes.status(); return; }
       TensorShape s = out;
       if (problem_.reference_float64 && IsFloating(s.dtype)) s.dtype = DType::kFloat64;
       std::vector<double> v(static_cast<size_t>(s.numel()));
       ToDouble(s.dtype, bytes->data(), v.size(), v.data());
       trials[t].reference.push_back(std::move(v));
     }
-  }
-  return status;
+  });
+  for (const Status& s : read)
+    if (!s.ok()) return s;
+  return Status::Ok();
 }
 
 Status Evaluation::ComputeReference() {
@@ -600,7 +606,30 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
     return false;
   }
   const json& checks = run.result["checks"];
-  for (size_t t = 0; t < trials_.size(); ++t) {
+  // Every output is read back (its SHA-256 checked) and compared on all cores at once, one
+  // output at a time per thread: the memory is a few outputs, not the job's.
+  struct Compared {
+    bool read = false, same = false;
+    Comparison a, b;
+  };
+  std::vector<std::pair<size_t, size_t>> outputs;  // (trial, output)
+  for (size_t t = 0; t < trials_.size(); ++t)
+    for (size_t o = 0; o < trials_[t].bound.outputs.size(); ++o) outputs.emplace_back(t, o);
+  std::vector<Compared> compared(outputs.size());
+  ParallelFor(outputs.size(), [&](size_t i) {
+    const auto [t, o] = outputs[i];
+    const TensorShape& shape = trials_[t].bound.outputs[o];
+    const Tolerance tol = ToleranceFor(shape.dtype);
+    Result<std::string> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
+    Result<std::string> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
+    Compared& c = compared[i];
+    c.read = a.ok() && b.ok();
+    if (!c.read) return;
+    c.a = CompareOutput(shape, *a, trials_[t].reference[o], tol);
+    if (problem_.nondeterministic) c.b = CompareOutput(shape, *b, trials_[t].reference[o], tol);
+    c.same = *a == *b;
+  });
+  for (size_t t = 0, i = 0; t < trials_.size(); ++t) {
     const Trial& trial = trials_[t];
     const json& check = checks.at(t);
     json tj = {{"seed", trial.seed}, {"magnitude", trial.magnitude}, {"hidden_size", trial.hidden},
@@ -614,19 +643,17 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
       pass = false;
       why = "the candidate modified its inputs (checksums differ after the run)";
     }
-    for (size_t o = 0; o < trial.bound.outputs.size(); ++o) {
+    for (size_t o = 0; o < trial.bound.outputs.size(); ++o, ++i) {
       const TensorShape& shape = trial.bound.outputs[o];
-      Tolerance tol = ToleranceFor(shape.dtype);
-      Result<std::string> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
-      Result<std::string> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
-      if (!a.ok() || !b.ok()) { pass = false; why = "missing output from the worker"; continue; }
-      Comparison c = CompareOutput(shape, *a, trial.reference[o], tol);
+      const Compared& cmp = compared[i];
+      if (!cmp.read) { pass = false; why = "missing output from the worker"; continue; }
+      const Comparison& c = cmp.a;
       json cj = ComparisonToJson(c);
       if (!c.pass && pass) { pass = false; why = "output '" + shape.name + "': " + c.reason; }
       if (problem_.nondeterministic) {
-        Comparison cb = CompareOutput(shape, *b, trial.reference[o], tol);
+        const Comparison& cb = cmp.b;
         if (!cb.pass && pass) { pass = false; why = "output '" + shape.name + "' (second run): " + cb.reason; }
-      } else if (*a != *b) {
+      } else if (!cmp.same) {
         cj["deterministic"] = false;
         if (pass) { pass = false; why = "output '" + shape.name + "' differs between two runs with different poison (nondeterministic, or reads unwritten memory)"; }
       }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -75,9 +76,29 @@ fs::path WorkerPath() {
   return ExecutableDir() / "kforge-worker";
 }
 
+namespace {
+
+// About what the job's folder will hold: the input files, every check's outputs (twice with
+// check_twice), and the sampled timed runs' outputs.
+uint64_t JobFolderBytes(const Job& job, const WorkerFiles& files) {
+  uint64_t bytes = 1 << 20, largest_outputs = 0;
+  for (const std::vector<HostTensor>& set : files.inputs)
+    for (const HostTensor& t : set) bytes += t.bytes().size();
+  for (const InputSet& set : job.sets) {
+    uint64_t outputs = 0;
+    for (const TensorFile& t : set.outputs) outputs += static_cast<uint64_t>(t.shape.bytes());
+    largest_outputs = std::max(largest_outputs, outputs);
+    bytes += outputs * (job.check_twice ? 2 : 1);
+  }
+  if (job.timing) bytes += largest_outputs * static_cast<uint64_t>(std::max(job.timing->timed_checks, 0));
+  return bytes;
+}
+
+}  // namespace
+
 Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files, const Limits& limits,
                             const std::vector<std::string>& wrapper) {
-  KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("job"));
+  KF_ASSIGN_OR_RETURN(fs::path dir, MakeJobDir("job", JobFolderBytes(job, files)));
   if (!files.library.empty()) {
     KF_RETURN_IF_ERROR(CopyIn(files.library, dir / "candidate.so"));
     job.library = "candidate.so";

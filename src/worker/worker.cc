@@ -457,6 +457,12 @@ class Supervisor {
   // Sends one command and waits for the reply. A child that died, flooded its output or sent
   // garbage ends the job: recorded as an error at `stage`, and the returned status is not ok.
   Result<Message> Call(const std::string& stage, const json& cmd, uint64_t max_blob = 0);
+  // Call in two halves, for a command whose reply is read later: the child works on it while
+  // the supervisor does its own work (checks the last timed run's outputs).
+  Status Send(const std::string& stage, const json& cmd);
+  Result<Message> Receive(const std::string& stage, uint64_t max_blob = 0);
+  // Ends the job on a channel that failed with `why`: records how the child ended.
+  Status ChannelFailed(const std::string& stage, const Status& why);
   // `build_failure`: the child's record of a run-time kernel build that failed (an object), kept
   // in the error as it came; the orchestrator reads it as untrusted text.
   Status Fail(const std::string& stage, const std::string& message, const json& build_failure = json());
@@ -526,19 +532,32 @@ Status Supervisor::StartChild() {
 }
 
 Result<Message> Supervisor::Call(const std::string& stage, const json& cmd, uint64_t max_blob) {
+  KF_RETURN_IF_ERROR(Send(stage, cmd));
+  return Receive(stage, max_blob);
+}
+
+Status Supervisor::Send(const std::string& stage, const json& cmd) {
   Status sent = SendMessage(sock_, cmd);
-  Result<Message> m = sent.ok() ? ReceiveMessage(sock_, max_blob, &drain_) : Result<Message>(sent);
+  return sent.ok() ? sent : ChannelFailed(stage, sent);
+}
+
+Result<Message> Supervisor::Receive(const std::string& stage, uint64_t max_blob) {
+  Result<Message> m = ReceiveMessage(sock_, max_blob, &drain_);
   if (m.ok() && m->head.contains("error")) {
     KF_RETURN_IF_ERROR(Fail(stage, m->head["error"].is_string() ? m->head["error"].get<std::string>() : m->head["error"].dump(),
                             m->head.value("build_failure", json())));
     return Status::Unavailable("aborted at " + stage);
   }
   if (m.ok()) return m;
+  return ChannelFailed(stage, m.status());
+}
+
+Status Supervisor::ChannelFailed(const std::string& stage, const Status& failed) {
   std::string why;
   if (drain_.flooded()) {
     why = "the candidate flooded its output: wrote more than " + std::to_string(drain_.flood_bytes >> 20) + " MB";
-  } else if (m.status().code() == StatusCode::kInvalidArgument) {
-    why = m.status().message();
+  } else if (failed.code() == StatusCode::kInvalidArgument) {
+    why = failed.message();
   } else {
     // The child is gone (or going): say how it ended.
     int status = 0;
@@ -657,18 +676,30 @@ Status Supervisor::Timing() {
   std::vector<std::map<std::string, int>> seen(1);  // output hash -> timed run
   std::vector<Sample> samples;
   const int k = std::max(plan.timed_checks, 0);
-  double prepare_ms = 0, verify_ms = 0;  // of the timing phase: the child's prepare, the supervisor's output checks
+  // Of the timing phase: the wait for the child's prepare (the part of it the supervisor's own
+  // checks of the previous run did not cover), the supervisor's output checks.
+  double prepare_ms = 0, verify_ms = 0;
+  // Run i + 1 is prepared by the child while the supervisor checks run i's outputs (on the H200
+  // and the 2-core VM those checks took 3 to 8 ms a run). Nothing is timed meanwhile.
+  uint64_t next_seed = 0;
+  auto send_prepare = [&](int i) {
+    json prep = {{"op", "prepare"}, {"set", plan.sets[i % plan.sets.size()]}, {"poison", i % 2}, {"flush", plan.flush}};
+    next_seed = FreshSeed();
+    if (plan.fresh_inputs) prep["seed"] = next_seed;
+    return Send("timed run " + std::to_string(i), prep);
+  };
+  bool pending = false;  // a prepare sent whose reply is not read yet
   Phase("timing", "timing");
   double start = NowMs();
   for (int i = 0; i < plan.max_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
     const InputSet& in = job_.sets[set];
     std::string stage = "timed run " + std::to_string(i);
-    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", plan.flush}};
-    uint64_t seed = FreshSeed();
-    if (plan.fresh_inputs) prep["seed"] = seed;
+    if (!pending && !send_prepare(i).ok()) return Status::Ok();
+    pending = false;
+    const uint64_t seed = next_seed;
     double p0 = NowMs();
-    if (!Call(stage, prep).ok()) return Status::Ok();
+    if (!Receive(stage).ok()) return Status::Ok();
     prepare_ms += NowMs() - p0;
     double t0 = NowMs();
     Result<Message> ran = Call(stage, {{"op", "go"}});
@@ -683,9 +714,22 @@ Status Supervisor::Timing() {
     host_ms.push_back(ran->head.value("host_ms", 0.0));
     wall_ms.push_back(wall);
     collect_ms.push_back(collect);
-    double v0 = NowMs();
     used.push_back(set);
     seeds.push_back(seed);
+    // Over the device times. The Python worker takes each run as judged, max(device, wall less
+    // the overhead); doing that here made the tuner's microsecond-kernel test pick an 8x slower
+    // configuration in 1 of 6 quiet runs (0 before), so the two samples stay apart for now.
+    const double elapsed = NowMs() - start;
+    const int n = i + 1;
+    // Per set (SetCoefficientOfVariation, base/stats.h; the Python worker's formula too).
+    const bool enough = (n >= plan.min_runs && (elapsed >= plan.budget_ms || SetCoefficientOfVariation(device_ms, used) <= plan.cv_target ||
+                                                (plan.precision_target > 0 && SetMedianPrecision(device_ms, used) <= plan.precision_target))) ||
+                        (n >= 3 && elapsed >= 2 * plan.budget_ms) || n >= plan.max_runs;
+    if (!enough) {
+      if (!send_prepare(n).ok()) return Status::Ok();
+      pending = true;
+    }
+    double v0 = NowMs();
     // Every timed output: written, finite, and (with fresh inputs) never another run's.
     std::string issue;
     if (m->head.value("inputs_changed", false)) issue = "the candidate modified its inputs";
@@ -714,17 +758,11 @@ Status Supervisor::Timing() {
         if (j < static_cast<uint64_t>(k)) samples[j] = {i, set, seed, std::move(m->blob)};
       }
     }
-    // Over the device times. The Python worker takes each run as judged, max(device, wall less
-    // the overhead); doing that here made the tuner's microsecond-kernel test pick an 8x slower
-    // configuration in 1 of 6 quiet runs (0 before), so the two samples stay apart for now.
-    double elapsed = NowMs() - start;
-    int n = i + 1;
-    // Per set (SetCoefficientOfVariation, base/stats.h; the Python worker's formula too).
-    if (n >= plan.min_runs && (elapsed >= plan.budget_ms || SetCoefficientOfVariation(device_ms, used) <= plan.cv_target ||
-                               (plan.precision_target > 0 && SetMedianPrecision(device_ms, used) <= plan.precision_target)))
-      break;
-    if (n >= 3 && elapsed >= 2 * plan.budget_ms) break;
+    if (enough) break;
   }
+  // A run prepared but not made (the last run's outputs failed their check): its reply read, so
+  // that the next command's is the next one read.
+  if (pending && !Receive("timing").ok()) return Status::Ok();
   json sample_json = json::array();
   for (const Sample& s : samples) {
     json files = json::object();

@@ -1,0 +1,84 @@
+#include "base/files.h"
+#include "base/parallel.h"
+
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ParallelForTest, RunsEveryIndexOnceWhateverTheThreadCount) {
+  for (size_t threads : {size_t{1}, size_t{2}, size_t{3}, size_t{64}}) {
+    std::vector<std::atomic<int>> seen(1000);
+    ParallelFor(seen.size(), [&](size_t i) { seen[i].fetch_add(1); }, threads);
+    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "index " << i << ", " << threads << " threads";
+  }
+  int calls = 0;
+  ParallelFor(0, [&](size_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+class FilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<fs::path> d = MakeTempDir("files-test");
+    ASSERT_TRUE(d.ok());
+    dir_ = *d;
+  }
+  void TearDown() override {
+    unsetenv("KFORGE_JOB_DIR");
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+};
+
+// Sizes around the read's buffer: empty, one byte, a page, and a tensor's worth.
+TEST_F(FilesTest, ReadFileReturnsExactlyTheFilesBytes) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{3} << 20}) {
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 131 + 7);
+    const fs::path f = dir_ / ("f" + std::to_string(n));
+    ASSERT_TRUE(WriteFile(f, bytes.data(), bytes.size()).ok());
+    Result<std::string> got = ReadFile(f);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(*got, bytes) << n << " bytes";
+  }
+  EXPECT_FALSE(ReadFile(dir_ / "missing").ok());
+}
+
+TEST_F(FilesTest, AJobFolderGoesWhereKforgeJobDirSays) {
+  setenv("KFORGE_JOB_DIR", dir_.c_str(), 1);
+  Result<fs::path> job = MakeJobDir("job", 1 << 20);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  EXPECT_EQ(job->parent_path(), dir_);
+  EXPECT_TRUE(fs::is_directory(*job));
+  EXPECT_EQ(fs::status(*job).permissions() & fs::perms::all, fs::perms::owner_all);
+}
+
+// In RAM when /dev/shm is a RAM file system with room; never there for a job larger than it.
+TEST_F(FilesTest, AJobFolderIsInRamOnlyWhenItFits) {
+  struct statfs info {};
+  const bool ram = statfs("/dev/shm", &info) == 0 && info.f_type == TMPFS_MAGIC && access("/dev/shm", W_OK) == 0;
+  Result<fs::path> small = MakeJobDir("job", 1 << 20);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  EXPECT_EQ(small->parent_path() == "/dev/shm", ram) << *small;
+  Result<fs::path> huge = MakeJobDir("job", uint64_t{1} << 50);
+  ASSERT_TRUE(huge.ok()) << huge.status().message();
+  EXPECT_NE(huge->parent_path(), "/dev/shm") << *huge;
+  fs::remove_all(*small);
+  fs::remove_all(*huge);
+}
+
+}  // namespace
+}  // namespace kforge
