@@ -175,7 +175,7 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
                                      const fs::path& parent) {
   fs::path dir;
   if (parent.empty()) {
-    KF_ASSIGN_OR_RETURN(dir, MakeTempDir("pyjob"));
+    KF_ASSIGN_OR_RETURN(dir, MakeJobDir("pyjob", kPythonJobBytes));
   } else {
     KF_ASSIGN_OR_RETURN(dir, MakeDirIn(parent, "job"));
   }

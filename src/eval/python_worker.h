@@ -5,6 +5,7 @@
 #ifndef KFORGE_EVAL_PYTHON_WORKER_H_
 #define KFORGE_EVAL_PYTHON_WORKER_H_
 
+#include <cstdint>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -46,6 +47,11 @@ std::string PythonBackendUnusable(const BackendSpec& b, const nlohmann::json& pr
 // The torch device a Python job uses: "cuda:<device>" when the probe saw a CUDA device and
 // `want_gpu`, else "cpu". $KFORGE_TORCH_DEVICE overrides ("cpu" or "cuda:0").
 std::string TorchDevice(const nlohmann::json& probe, bool want_gpu, int device);
+
+// What a Python job's folder is assumed to hold at most, for where it goes (MakeJobDir): its
+// outputs are only known once the module has run, and a KernelBench problem's check outputs
+// reach hundreds of megabytes.
+inline constexpr uint64_t kPythonJobBytes = uint64_t{4} << 30;
 
 struct PythonJobFiles {
   // Files copied into the job folder: name in the folder -> source path.

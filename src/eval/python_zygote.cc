@@ -64,7 +64,7 @@ bool PreloadTriton() {
 
 Result<std::unique_ptr<PythonZygote>> PythonZygote::Start(const ProcessSpec& like, double ready_seconds) {
   std::unique_ptr<PythonZygote> z(new PythonZygote());
-  KF_ASSIGN_OR_RETURN(z->root_, MakeTempDir("pyzygote"));
+  KF_ASSIGN_OR_RETURN(z->root_, MakeJobDir("pyzygote", kPythonJobBytes));
   KF_ASSIGN_OR_RETURN(z->lib_, MakeTempDir("pyzlib"));
   // The worker's files, read once at the start, from a folder the sandbox cannot write.
   chmod(z->lib_.c_str(), 0755);
