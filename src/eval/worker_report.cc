@@ -30,8 +30,9 @@ Status Read(const json& j, const std::string& path, ReferenceOutput* out);
 Status Read(const json& j, const std::string& path, ReferenceSet* s);
 
 Status WrongType(const std::string& path, const json& j, const char* expected) {
-  return Status::InvalidArgument(path + " is " + (j.is_number() ? std::string("the number ") + j.dump() : j.type_name()) +
-                                 ", expected " + expected);
+  return Status::InvalidArgument(
+      path + " is " + (j.is_number() ? std::string("the number ") + j.dump() : j.type_name()) +
+      ", expected " + expected);
 }
 
 Status Read(const json& j, const std::string& path, bool* out) {
@@ -43,14 +44,16 @@ Status Read(const json& j, const std::string& path, bool* out) {
 Status Read(const json& j, const std::string& path, int* out) {
   constexpr int64_t kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
   const bool fits = j.is_number_unsigned() ? j.get<uint64_t>() <= uint64_t{kMax}
-                                           : j.is_number_integer() && j.get<int64_t>() >= kMin && j.get<int64_t>() <= kMax;
+                                           : j.is_number_integer() && j.get<int64_t>() >= kMin &&
+                                                 j.get<int64_t>() <= kMax;
   if (!fits) return WrongType(path, j, "an integer");
   *out = j.get<int>();
   return Status::Ok();
 }
 
 Status Read(const json& j, const std::string& path, int64_t* out) {
-  if (!j.is_number_integer() || (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}))
+  if (!j.is_number_integer() ||
+      (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}))
     return WrongType(path, j, "an integer");
   *out = j.get<int64_t>();
   return Status::Ok();
@@ -119,10 +122,12 @@ Status Read(const json& j, const std::string& path, std::map<std::string, T>* ou
 // Field `key` of object `j` (at `path`) into *out. Absent or null: *out keeps its default, or,
 // when `required`, the field is reported missing.
 template <typename T>
-Status Field(const json& j, const std::string& path, const char* key, T* out, bool required = false) {
+Status Field(const json& j, const std::string& path, const char* key, T* out,
+             bool required = false) {
   const std::string at = path.empty() ? key : path + "." + key;
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return required ? Status::InvalidArgument(at + " is missing") : Status::Ok();
+  if (it == j.end() || it->is_null())
+    return required ? Status::InvalidArgument(at + " is missing") : Status::Ok();
   return Read(*it, at, out);
 }
 constexpr bool kRequired = true;

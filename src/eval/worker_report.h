@@ -15,11 +15,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/status.h"
 #include "kforge/verdict.h"
@@ -38,9 +37,11 @@ struct WorkerError {
 
 // "checks[]": one check trial, run once or twice ('a' and 'b', with different output poison).
 struct WorkerCheck {
-  int set = 0;               // the job's input set
-  double ms_a = 0, ms_b = 0;  // the candidate's own timer (Python: "ms_a"/"ms_b" from the child's "ms")
-  std::optional<std::string> overrun;  // "wrote past the end of output 'y'": the guard bytes changed
+  int set = 0;  // the job's input set
+  // The candidate's own timer, per run (the Python worker: its child's "ms").
+  double ms_a = 0, ms_b = 0;
+  // "wrote past the end of output 'y'": the guard bytes after an output changed.
+  std::optional<std::string> overrun;
   // Per input of the set, kforge-worker's hashes ("<hex>"), the Python worker's states
   // ("same"/"changed"); before the first run and after the last.
   std::optional<std::vector<std::string>> input_hashes_before, input_hashes_after;
@@ -48,18 +49,20 @@ struct WorkerCheck {
 
 // "timing.samples[]": one timed run kept back for a reference check (a uniform sample).
 struct TimedSample {
-  int run = 0;                   // index of the timed run; required
-  int set = 0;                   // the input set it ran on; required
-  std::optional<uint64_t> seed;  // the fresh inputs' seed; null when the run reused a check set's inputs
-  std::optional<double> magnitude;         // Python: the set's magnitude
-  std::map<std::string, std::string> files;  // output name -> file in the job folder; required
+  int run = 0;  // index of the timed run; required
+  int set = 0;  // the input set it ran on; required
+  // The fresh inputs' seed; null when the run reused a check set's inputs.
+  std::optional<uint64_t> seed;
+  std::optional<double> magnitude;  // Python worker: the set's magnitude
+  // Output name -> its file in the job folder; required.
+  std::map<std::string, std::string> files;
 };
 
 // The null runs timed before the candidate was loaded ("calibration", and the Python worker's
 // "timing.calibration").
 struct Calibration {
-  int runs = 0;       // kforge-worker: "runs"
-  int null_runs = 0;  // Python worker: "null_runs"
+  int runs = 0;                // kforge-worker: "runs"
+  int null_runs = 0;           // Python worker: "null_runs"
   double overhead_ms = 0;      // median of (supervisor's wall clock - device time) per null run
   double overhead_mad_ms = 0;  // kforge-worker: its median absolute deviation
   double collect_ms = 0;       // median time to hand over the outputs
@@ -74,10 +77,12 @@ struct WorkerTiming {
   std::vector<double> collect_ms;  // the supervisor's clock around the hand-over of outputs
   std::vector<double> prepare_ms;  // Python worker: around the preparation (fresh inputs, flush)
   std::vector<int> sets_used;      // the input set of each run
-  std::vector<std::optional<uint64_t>> seeds;  // the fresh inputs' seed of each run (Python: null when not fresh)
+  // The fresh inputs' seed of each run (the Python worker: null when not fresh).
+  std::vector<std::optional<uint64_t>> seeds;
   std::vector<double> magnitudes;  // Python worker: the set's magnitude of each run
   bool fresh_inputs = false;       // runs drew fresh inputs (else reused the check sets')
-  std::vector<std::string> issues;  // the supervisor's findings about timed outputs; the first decides
+  // The supervisor's findings about timed outputs; the first decides the verdict.
+  std::vector<std::string> issues;
   std::vector<TimedSample> samples;
   int threads_before = 0, threads_after = 0;  // the candidate's process's threads around the runs
   std::optional<double> overhead_ms;  // calibration's overhead; absent when no null run finished
@@ -87,7 +92,8 @@ struct WorkerTiming {
   std::optional<std::string> note;         // Python worker: a remark for the verdict's warnings
   // Python worker: per timed set ("0", "1"), each input's state ("same"/"changed") before the
   // first timed run and after the last.
-  std::optional<std::map<std::string, std::vector<std::string>>> input_hashes_before, input_hashes_after;
+  std::optional<std::map<std::string, std::vector<std::string>>> input_hashes_before,
+      input_hashes_after;
 };
 
 // "peaks": kforge-worker's peaks job (job.peaks).
@@ -99,9 +105,9 @@ struct WorkerPeaks {
 // "sets[].inputs[]" of a Python reference job: a tensor the module's get_inputs made (or one of
 // its parameters).
 struct ReferenceInput {
-  std::string name, kind, dtype;  // name, dtype required; kind "input" or "parameter"
-  std::vector<int64_t> dims;      // required
-  std::string hash;               // of its bytes (kforge_pychild.tensor_hash); required
+  std::string name, kind, dtype;    // name, dtype required; kind "input" or "parameter"
+  std::vector<int64_t> dims;        // required
+  std::string hash;                 // of its bytes (kforge_pychild.tensor_hash); required
   std::optional<std::string> file;  // its bytes in the job folder, when the job asked for them
 };
 
@@ -117,15 +123,16 @@ struct ReferenceSet {
   int set = 0;
   std::vector<ReferenceInput> inputs;  // empty for fresh (timed-run) sets
   std::vector<ReferenceOutput> outputs;
-  double flops = 0;                    // counted by the child; 0 when it could not
-  std::string reference_precision;     // "float64", else the problem's own
-  nlohmann::json constants = nlohmann::json::object();  // the module's constants, into the verdict's fingerprint
+  double flops = 0;                 // counted by the child; 0 when it could not
+  std::string reference_precision;  // "float64", else the problem's own
+  // The module's constants, into the verdict's fingerprint.
+  nlohmann::json constants = nlohmann::json::object();
   std::vector<std::string> init_inputs;  // repr() of get_init_inputs()
-  nlohmann::json scalars;                // non-tensor arguments, [{"name", "value"}]: any JSON value
+  nlohmann::json scalars;  // non-tensor arguments, [{"name", "value"}]: any JSON value
 };
 
 struct WorkerReport {
-  bool done = false;                 // the supervisor reached its end without an error
+  bool done = false;  // the supervisor reached its end without an error
   std::optional<WorkerError> error;
   std::map<std::string, std::string> files;  // every output file it wrote -> its SHA-256
   // As they came, into the verdict: the device ("fingerprint"), where the job's time went
@@ -135,7 +142,7 @@ struct WorkerReport {
   nlohmann::json phases_ms = nlohmann::json::object();
   nlohmann::json precision = nlohmann::json::object();
   nlohmann::json kernels;
-  int64_t llc_bytes = 0;  // the device's last-level cache
+  int64_t llc_bytes = 0;                                      // the device's last-level cache
   int threads_after_first_run = 0, threads_after_checks = 0;  // the candidate's process's threads
   std::vector<WorkerCheck> checks;
   std::optional<WorkerTiming> timing;
@@ -145,12 +152,13 @@ struct WorkerReport {
   std::optional<WorkerPeaks> peaks;
   // Python worker only.
   std::vector<ReferenceSet> sets;  // mode "reference"
-  nlohmann::json parameters;       // the candidate model's parameters and dtypes, into the verdict; null when none
-  double first_call_seconds = 0;   // mode "baseline": the first call (torch.compile's compile)
-  int threads_before_load = 0;     // mode "candidate"
+  // The candidate model's parameters and dtypes, into the verdict; null when none.
+  nlohmann::json parameters;
+  double first_call_seconds = 0;  // mode "baseline": the first call (torch.compile's compile)
+  int threads_before_load = 0;    // mode "candidate"
   std::map<std::string, double> stage_seconds;  // the supervisor's clock per stage
   std::map<std::string, double> child_seconds;  // the child's own stopwatch (diagnostic only)
-  bool cancelled = false;          // a standby job that was never given its sets
+  bool cancelled = false;                       // a standby job that was never given its sets
 };
 
 // Reads a report. Never throws: a field of the wrong type, or a required field missing, is an

@@ -5,9 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/files.h"
 #include "eval/worker_client.h"
@@ -177,14 +176,22 @@ TEST(WorkerReportTest, GivenAFieldOfTheWrongTypeTheStatusNamesIt) {
            {NativeReport(), "/timing/device_ms", "fast", "timing.device_ms is string"},
            {NativeReport(), "/timing/device_ms/1", "fast", "timing.device_ms[1] is string"},
            {NativeReport(), "/checks", "not a list", "checks is string, expected an array"},
-           {NativeReport(), "/timing/samples/0/seed", -5, "timing.samples[0].seed is the number -5"},
+           {NativeReport(), "/timing/samples/0/seed", -5,
+            "timing.samples[0].seed is the number -5"},
            {NativeReport(), "/timing/samples/0/seed", "7", "timing.samples[0].seed is string"},
-           {NativeReport(), "/error", {{"stage", "load"}, {"message", 42}}, "error.message is the number 42"},
+           {NativeReport(),
+            "/error",
+            {{"stage", "load"}, {"message", 42}},
+            "error.message is the number 42"},
            {NativeReport(), "/checks/1/set", 1.5, "checks[1].set is the number 1.5"},
            {NativeReport(), "/done", "yes", "done is string"},
-           {PythonReport(), "/timing/input_hashes_after/0", "same", "timing.input_hashes_after.0 is string"},
+           {PythonReport(), "/timing/input_hashes_after/0", "same",
+            "timing.input_hashes_after.0 is string"},
            {PythonReport(), "/stage_seconds/start", "slow", "stage_seconds.start is string"},
-           {PythonReferenceReport(), "/sets/0/outputs/0/dims", {16, "3"}, "sets[0].outputs[0].dims[1] is string"},
+           {PythonReferenceReport(),
+            "/sets/0/outputs/0/dims",
+            {16, "3"},
+            "sets[0].outputs[0].dims[1] is string"},
        }) {
     Status s = ParseWith(c.report, json::json_pointer(c.path), c.value);
     EXPECT_FALSE(s.ok()) << c.path;
@@ -197,10 +204,12 @@ TEST(WorkerReportTest, GivenARequiredFieldMissingTheStatusNamesIt) {
   report["timing"]["samples"][0].erase("files");
   Result<WorkerReport> r = ParseWorkerReport(report);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("timing.samples[0].files is missing"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("timing.samples[0].files is missing"), std::string::npos)
+      << r.status().message();
   r = ParseWorkerReport(json::array());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("the report is array"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("the report is array"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(WorkerReportTest, GivenTimingWithSetsPerRunTheyAreUsedElsePooled) {
@@ -229,7 +238,8 @@ TEST(WorkerReportTest, GivenAMalformedReportReadWorkerRunMakesAnUnfinishedRunWit
   EXPECT_FALSE(run.finished());
   ASSERT_TRUE(run.report.error);
   EXPECT_EQ(run.report.error->stage, "result");
-  EXPECT_NE(run.report.error->message.find("the worker's report is malformed: timing.device_ms"), std::string::npos)
+  EXPECT_NE(run.report.error->message.find("the worker's report is malformed: timing.device_ms"),
+            std::string::npos)
       << run.report.error->message;
   EXPECT_TRUE(run.report.checks.empty()) << "nothing of a malformed report is kept";
 
