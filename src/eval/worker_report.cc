@@ -29,10 +29,13 @@ Status Read(const json& j, const std::string& path, ReferenceInput* in);
 Status Read(const json& j, const std::string& path, ReferenceOutput* out);
 Status Read(const json& j, const std::string& path, ReferenceSet* s);
 
+// "is a string, expected a number"; a number or a boolean as it is.
 Status WrongType(const std::string& path, const json& j, const char* expected) {
-  return Status::InvalidArgument(
-      path + " is " + (j.is_number() ? std::string("the number ") + j.dump() : j.type_name()) +
-      ", expected " + expected);
+  const std::string is = j.is_number() || j.is_boolean() ? j.dump()
+                         : j.is_string()                 ? "a string"
+                         : j.is_array()                  ? "an array"
+                                                         : "an object";
+  return Status::InvalidArgument(path + " is " + is + ", expected " + expected);
 }
 
 Status Read(const json& j, const std::string& path, bool* out) {

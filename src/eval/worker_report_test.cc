@@ -173,25 +173,28 @@ TEST(WorkerReportTest, GivenAFieldOfTheWrongTypeTheStatusNamesIt) {
     const char* named;
   };
   for (const Case& c : std::vector<Case>{
-           {NativeReport(), "/timing/device_ms", "fast", "timing.device_ms is string"},
-           {NativeReport(), "/timing/device_ms/1", "fast", "timing.device_ms[1] is string"},
-           {NativeReport(), "/checks", "not a list", "checks is string, expected an array"},
+           {NativeReport(), "/timing/device_ms", "fast",
+            "timing.device_ms is a string, expected an array"},
+           {NativeReport(), "/timing/device_ms/1", "fast",
+            "timing.device_ms[1] is a string, expected a number"},
+           {NativeReport(), "/checks", "not a list", "checks is a string, expected an array"},
            {NativeReport(), "/timing/samples/0/seed", -5,
-            "timing.samples[0].seed is the number -5"},
-           {NativeReport(), "/timing/samples/0/seed", "7", "timing.samples[0].seed is string"},
+            "timing.samples[0].seed is -5, expected a non-negative integer"},
+           {NativeReport(), "/timing/samples/0/seed", "7", "timing.samples[0].seed is a string"},
            {NativeReport(),
             "/error",
             {{"stage", "load"}, {"message", 42}},
-            "error.message is the number 42"},
-           {NativeReport(), "/checks/1/set", 1.5, "checks[1].set is the number 1.5"},
-           {NativeReport(), "/done", "yes", "done is string"},
+            "error.message is 42, expected a string"},
+           {NativeReport(), "/checks/1/set", 1.5, "checks[1].set is 1.5, expected an integer"},
+           {NativeReport(), "/done", "yes", "done is a string, expected true or false"},
            {PythonReport(), "/timing/input_hashes_after/0", "same",
-            "timing.input_hashes_after.0 is string"},
-           {PythonReport(), "/stage_seconds/start", "slow", "stage_seconds.start is string"},
+            "timing.input_hashes_after.0 is a string, expected an array"},
+           {PythonReport(), "/stage_seconds/start", "slow",
+            "stage_seconds.start is a string, expected a number"},
            {PythonReferenceReport(),
             "/sets/0/outputs/0/dims",
             {16, "3"},
-            "sets[0].outputs[0].dims[1] is string"},
+            "sets[0].outputs[0].dims[1] is a string, expected an integer"},
        }) {
     Status s = ParseWith(c.report, json::json_pointer(c.path), c.value);
     EXPECT_FALSE(s.ok()) << c.path;
@@ -208,7 +211,8 @@ TEST(WorkerReportTest, GivenARequiredFieldMissingTheStatusNamesIt) {
       << r.status().message();
   r = ParseWorkerReport(json::array());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("the report is array"), std::string::npos)
+  EXPECT_NE(r.status().message().find("the report is an array, expected an object"),
+            std::string::npos)
       << r.status().message();
 }
 
