@@ -45,15 +45,6 @@ struct TimingStats {
 TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector<double>& host_ms,
                          const std::vector<int>& sets = {});
 
-// The input set of each of `runs` timed runs from a worker's "timing" record (`sets_used`); empty
-// when the record has none, or not one integer per run.
-std::vector<int> TimingSets(const nlohmann::json& timing, size_t runs);
-
-// The statistics of a worker's "timing" record (kforge-worker or the Python worker): device
-// samples, and a median never below what the supervisor's clock allows: median(wall) - overhead,
-// less a small tolerance for the supervisor's own wake-up latency.
-// The device timer runs inside the candidate's process, so only that bound is trusted.
-TimingStats TimingFromWorker(const nlohmann::json& timing);
 nlohmann::json TimingToJson(const TimingStats& t);
 // The inverse of TimingToJson; missing fields stay at their defaults.
 TimingStats TimingFromJson(const nlohmann::json& j);

@@ -1,4 +1,4 @@
-// The evaluation pipeline. Each gate is one method; Run() reads as the list of gates.
+// The evaluation pipeline. Each gate is one method; Run() reads as the list of stages.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,6 +113,28 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// The message of a run's error, else `otherwise`.
+std::string ErrorMessage(const WorkerRun& run, const std::string& otherwise = "") {
+  return run.report.error ? run.report.error->message : otherwise;
+}
+
+// The Python worker's timing.calibration as it wrote it ({} without one), for the verdict's
+// fingerprint.
+json PythonCalibrationJson(const std::optional<Calibration>& c) {
+  if (!c) return json::object();
+  return {{"null_runs", c->null_runs}, {"overhead_ms", c->overhead_ms}, {"wall_ms", c->wall_ms},
+          {"device_ms", c->device_ms}, {"prepare_ms", c->prepare_ms}, {"collect_ms", c->collect_ms}};
+}
+
+// A run's error as the worker wrote it ({} without one), for the verdict's diagnostics.
+json ErrorJson(const WorkerRun& run) {
+  if (!run.report.error) return json::object();
+  const WorkerError& e = *run.report.error;
+  json j = {{"stage", e.stage}, {"message", e.message}};
+  if (!e.build_failure.is_null()) j["build_failure"] = e.build_failure;
+  return j;
+}
+
 class Evaluation {
  public:
   Evaluation(const Problem& p, fs::path candidate, const EvalOptions& o, ProcessRunner& r)
@@ -120,6 +142,10 @@ class Evaluation {
   Result<Verdict> Run();
 
  private:
+  // The stages Run() goes through, in order.
+  Result<bool> Load();
+  Status Reference();
+  Status Conclude(bool passed);
   bool StaticGate();
   Result<bool> CompileGate();
   Status PrepareTrials();
@@ -137,8 +163,8 @@ class Evaluation {
   std::optional<TrustedState::Baselines> KeptBaselines(const json& fields);
   void KeepBaselines(const json& fields, const std::map<std::string, TimingStats>& measured);
   TimingPlan PlanTiming(size_t sets) const;
-  Result<std::vector<std::vector<std::vector<double>>>> RegeneratedReferences(const json& samples);
-  bool CompareTimedSamples(const WorkerRun& run, const json& samples,
+  Result<std::vector<std::vector<std::vector<double>>>> RegeneratedReferences(const std::vector<TimedSample>& samples);
+  bool CompareTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples,
                            const std::vector<std::vector<std::vector<double>>>& refs, bool fresh);
   Result<bool> RunCandidate();
   Result<bool> JudgeCandidate();
@@ -169,8 +195,8 @@ class Evaluation {
   Result<bool> RunPythonCandidate();
   Result<bool> CheckPythonTiming(const WorkerRun& run);
   bool CheckPythonClocks(const PythonTiming& t);
-  Result<bool> CheckTimedSamples(const WorkerRun& run, const json& samples, bool fresh);
-  Result<std::vector<std::vector<std::vector<double>>>> PythonTimedReferences(const json& samples);
+  Result<bool> CheckTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples, bool fresh);
+  Result<std::vector<std::vector<std::vector<double>>>> PythonTimedReferences(const std::vector<TimedSample>& samples);
   void StartStandbyReference();
   Status PyTorchBaselines();
   json PythonJob(const std::string& mode) const;
@@ -181,12 +207,10 @@ class Evaluation {
 
  public:
   Result<Verdict> RunBaselinesOnly();
-  // A worker report of the wrong shape (a JSON type error while reading it): a runtime error
-  // naming it, never an exception through Evaluate.
+  // The backstop of Evaluate and KernelTimer for JSON of the wrong shape read outside a
+  // worker's report (see Evaluate): a runtime error naming it, never an exception.
   Verdict Malformed(const std::string& what) {
-    Finish(VerdictStatus::kRuntimeError,
-           "the worker's report is malformed (" + what + "); nothing was judged from it", "report");
-    verdict_.timing.reset();
+    ReportMalformed("a JSON record the judge read is malformed (" + what + ")");
     return verdict_;
   }
   // KernelTimer (timing only, no check trials): prepare once, then time again and again.
@@ -199,6 +223,11 @@ class Evaluation {
     verdict_.status = s;
     verdict_.message = message;
     verdict_.gate = gate;
+  }
+  // A runtime_error (gate report) for a worker's report that is not what its writer writes.
+  void ReportMalformed(const std::string& why) {
+    Finish(VerdictStatus::kRuntimeError, why + "; nothing was judged from it", "report");
+    verdict_.timing.reset();
   }
   void Stage(const std::string& name, std::chrono::steady_clock::time_point t0) {
     verdict_.stages[name] = Seconds(t0);
@@ -361,10 +390,9 @@ Status Evaluation::KeptOrRun(const std::string& key, const json& fields, const s
 // The references of `trials` from a reference job's report.
 Status Evaluation::ReadReferences(const WorkerRun& run, std::vector<Trial>& trials, const std::string& what) {
   Status status = Status::Ok();
-  if (!run.finished() || run.result.contains("error")) {
+  if (!run.finished() || run.report.error) {
     status = Status::Internal("the reference of problem '" + problem_.name + "' failed on " + what + " (" +
-                              run.process.Describe() + ", stage " + run.last_stage + "): " +
-                              run.result.value("error", json::object()).value("message", "") + "\n" +
+                              run.process.Describe() + ", stage " + run.last_stage + "): " + ErrorMessage(run) + "\n" +
                               TailLines(run.process.err, 10, 2000));
   }
   if (!status.ok()) return status;
@@ -496,7 +524,7 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   if (!run.ok()) return {{"error", run.status().message()}};
   *out = run->process.out + "\n" + run->process.err;
   json j = {{"process", run->process.Describe()}};
-  if (run->result.contains("error")) j["worker_error"] = run->result["error"];
+  if (run->report.error) j["worker_error"] = ErrorJson(*run);
   if (read_job_folder) read_job_folder(run->dir);
   Cleanup(*run);
   return j;
@@ -558,13 +586,13 @@ bool Evaluation::ProcessEnded(const WorkerRun& run) {
     Finish(VerdictStatus::kRuntimeError, "the candidate flooded its output: " + p.Describe() + where);
     return false;
   }
-  if (run.result.contains("error") && run.result["error"].contains("build_failure")) {
-    KernelBuildFailed(run.result["error"]["build_failure"]);
+  if (run.malformed) {
+    ReportMalformed(ErrorMessage(run));
     return false;
   }
-  if (run.result.contains("error")) {
-    const json& e = run.result["error"];
-    Finish(VerdictStatus::kRuntimeError, e.value("stage", "") + ": " + e.value("message", ""));
+  if (const std::optional<WorkerError>& e = run.report.error) {
+    if (e->build_failure.is_null()) Finish(VerdictStatus::kRuntimeError, e->stage + ": " + e->message);
+    else KernelBuildFailed(e->build_failure);
     return false;
   }
   if (!p.Succeeded() || !run.finished()) {
@@ -599,13 +627,18 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
   if (timing_only_) return true;  // a KernelTimer's jobs run no check trials
   // Threads may appear on the first call (an OpenMP pool); any growth after that is work
   // that outlives the call.
-  int first = run.result.value("threads_after_first_run", 0), after = run.result.value("threads_after_checks", 0);
+  int first = run.report.threads_after_first_run, after = run.report.threads_after_checks;
   if (after > first) {
     Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(first) + " to " + std::to_string(after) +
                                            " over the check runs: the candidate leaves threads behind", "threads");
     return false;
   }
-  const json& checks = run.result["checks"];
+  const std::vector<WorkerCheck>& checks = run.report.checks;
+  if (checks.size() < trials_.size()) {
+    ReportMalformed("the worker's report is malformed: it holds " + std::to_string(checks.size()) + " checks for " +
+                    std::to_string(trials_.size()) + " trials");
+    return false;
+  }
   // Every output is read back (its SHA-256 checked) and compared on all cores at once, one
   // output at a time per thread: the memory is a few outputs, not the job's.
   struct Compared {
@@ -631,15 +664,15 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
   });
   for (size_t t = 0, i = 0; t < trials_.size(); ++t) {
     const Trial& trial = trials_[t];
-    const json& check = checks.at(t);
+    const WorkerCheck& check = checks[t];
     json tj = {{"seed", trial.seed}, {"magnitude", trial.magnitude}, {"hidden_size", trial.hidden},
                {"sizes", trial.bound.sizes}, {"outputs", json::object()}};
     bool pass = true;
     std::string why;
-    if (check.contains("overrun")) {
+    if (check.overrun) {
       pass = false;
-      why = "the candidate " + check["overrun"].get<std::string>();
-    } else if (check["input_hashes_after"] != check["input_hashes_before"]) {
+      why = "the candidate " + *check.overrun;
+    } else if (check.input_hashes_after != check.input_hashes_before) {
       pass = false;
       why = "the candidate modified its inputs (checksums differ after the run)";
     }
@@ -673,14 +706,13 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
 // References for sampled timed runs of a kforge problem, from either worker: each run's inputs
 // regenerated from its seed (GenerateInputs, the generator both workers draw with; the set's
 // sizes and magnitude are the orchestrator's own) and run through the problem's C++ reference.
-Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedReferences(const json& samples) {
+Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedReferences(const std::vector<TimedSample>& samples) {
   std::vector<Trial> timed;
-  for (const json& s : samples) {
-    const int set = s.at("set").get<int>();
-    if (set < 0 || set >= static_cast<int>(trials_.size()))
-      return Status::Internal("the worker reported a timed run of an unknown set (" + std::to_string(set) + ")");
-    Trial t = trials_[set];
-    t.seed = s.at("seed").get<uint64_t>();
+  for (const TimedSample& s : samples) {
+    if (s.set < 0 || s.set >= static_cast<int>(trials_.size()))
+      return Status::Internal("the worker reported a timed run of an unknown set (" + std::to_string(s.set) + ")");
+    Trial t = trials_[s.set];
+    t.seed = s.seed.value_or(0);  // CheckTimedSamples: every sample of fresh inputs has one
     t.inputs.clear();  // drawn by the reference job itself from the seed: nothing to write and read
     timed.push_back(std::move(t));
   }
@@ -694,24 +726,25 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedRef
 
 // Each sampled timed run's outputs against refs[k], the reference for that run's inputs: the
 // first mismatch is wrong_output (gate timed_output) naming the run. Native and Python jobs.
-bool Evaluation::CompareTimedSamples(const WorkerRun& run, const json& samples,
+bool Evaluation::CompareTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples,
                                      const std::vector<std::vector<std::vector<double>>>& refs, bool fresh) {
   json checked = json::array();
   for (size_t k = 0; k < samples.size(); ++k) {
-    const json& s = samples[k];
-    const size_t set = s.value("set", size_t{0});
-    const int r = s.value("run", 0);
-    if (set >= trials_.size() || k >= refs.size()) {
+    const TimedSample& s = samples[k];
+    const size_t set = static_cast<size_t>(s.set);
+    const int r = s.run;
+    if (s.set < 0 || set >= trials_.size() || k >= refs.size()) {
       Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
       return false;
     }
-    const uint64_t seed = fresh ? s.at("seed").get<uint64_t>() : 0;
+    const uint64_t seed = fresh ? s.seed.value_or(0) : 0;
     const std::string label = "timed run " + std::to_string(r) +
                               (fresh ? " (fresh inputs, seed " + std::to_string(seed) + ")" : " (inputs of trial " + std::to_string(set) + ")");
     const std::vector<std::vector<double>>& ref = refs[k];
     for (size_t o = 0; o < trials_[set].bound.outputs.size(); ++o) {
       const TensorShape& shape = trials_[set].bound.outputs[o];
-      Result<std::string> bytes = run.ReadOutput(s["files"].value(shape.name, std::string()));
+      auto file = s.files.find(shape.name);
+      Result<std::string> bytes = run.ReadOutput(file == s.files.end() ? std::string() : file->second);
       Comparison c;
       if (bytes.ok() && o < ref.size()) {
         c = CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype));
@@ -732,23 +765,26 @@ bool Evaluation::CompareTimedSamples(const WorkerRun& run, const json& samples,
 }
 
 Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
-  const json& tj = run.result["timing"];
-  TimingStats stats = TimingFromWorker(tj);
-  verdict_.timing = stats;
-  const json issues = tj.value("issues", json::array());
-  if (!issues.empty()) {
-    Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
+  if (!run.report.timing) {
+    ReportMalformed("the worker's report is malformed: a finished job with a timing plan has no timing");
     return false;
   }
-  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array()), tj.value("fresh_inputs", false)));
+  const WorkerTiming& tj = *run.report.timing;
+  TimingStats stats = TimingFromWorker(tj);
+  verdict_.timing = stats;
+  if (!tj.issues.empty()) {
+    Finish(VerdictStatus::kWrongOutput, tj.issues[0], "timed_output");
+    return false;
+  }
+  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.samples, tj.fresh_inputs));
   if (!samples_ok) return false;
-  if (tj.contains("input_hashes_after") && tj["input_hashes_after"] != tj["input_hashes_before"]) {
+  if (tj.input_hashes_after && tj.input_hashes_after != tj.input_hashes_before) {
     Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
     return false;
   }
-  if (tj["threads_after"].get<int>() > tj["threads_before"].get<int>()) {
-    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(tj["threads_before"].get<int>()) + " to " +
-                                           std::to_string(tj["threads_after"].get<int>()) + " during the timed runs (background work)", "threads");
+  if (tj.threads_after > tj.threads_before) {
+    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(tj.threads_before) + " to " +
+                                           std::to_string(tj.threads_after) + " during the timed runs (background work)", "threads");
     return false;
   }
   double gap = backend_->host_gap_suspicious_ms;
@@ -765,13 +801,14 @@ Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
   // call). The smallest gap decides: on a busy machine the supervisor wakes up late on many
   // runs, never on all of them, while a forged timer shows on every run. (The median already
   // holds the supervisor's bound, so a forger gains nothing by keeping one run honest.)
-  std::vector<double> d = tj.value("device_ms", std::vector<double>{}), w = tj.value("wall_ms", std::vector<double>{});
+  const std::vector<double>& d = tj.device_ms;
+  const std::vector<double>& w = tj.wall_ms;
   if (!w.empty() && w.size() == d.size()) {
     double clock_gap = 1e300;
     for (size_t i = 0; i < w.size(); ++i) clock_gap = std::min(clock_gap, w[i] - d[i] - stats.overhead_ms);
     // The absolute margin is a loaded machine's wake-up latency (measured on this project's
     // 2-core CI VM beside other jobs); the median bound still applies below it.
-    if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.value("overhead_mad_ms", 0.0) + 0.5) {
+    if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.overhead_mad_ms + 0.5) {
       Finish(VerdictStatus::kSuspicious,
              "the device time the candidate's process reported (median " + std::to_string(stats.device_median_ms) +
                  " ms) is at least " + std::to_string(clock_gap) + " ms below what the worker's supervisor clocked on every run (median " +
@@ -787,8 +824,8 @@ Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
   // (on the 2-core CI VM at load 10 the median of an honest kernel's went from 0.09 to 4.9 ms),
   // while a candidate gains a faster median only by moving work on more than half of its runs,
   // and on more than three quarters it is caught (between the two: docs/evaluation.md, section 3).
-  std::vector<double> collect = tj.value("collect_ms", std::vector<double>{});
-  double collect_null = tj.value("collect_overhead_ms", 0.0);
+  const std::vector<double>& collect = tj.collect_ms;
+  const double collect_null = tj.collect_overhead_ms;
   if (!collect.empty() && collect_null > 0) {
     double low = LowerQuantile(collect, 0.25);
     if (low > 1.5 * collect_null + 2.0 && low - collect_null > 0.5 * stats.median_ms) {
@@ -807,8 +844,7 @@ Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
 }
 
 bool Evaluation::CheckPrecision(const WorkerRun& run) {
-  const json reported = run.result.value("precision", json::object());
-  for (const auto& [k, v] : reported.items()) verdict_.precision[k] = v;
+  for (const auto& [k, v] : run.report.precision.items()) verdict_.precision[k] = v;
   // Under a reduced-precision policy the tolerance alone judges relaxed math.
   const bool allowed = problem_.allow_fast_math || PolicyAllowsFastMath(policy_);
   verdict_.precision["fast_math_allowed"] = allowed;
@@ -850,13 +886,13 @@ Result<bool> Evaluation::RunCandidate() {
   }();
   if (!run.ok()) return run.status();
   Stage("run", t0);
-  verdict_.worker_phases = run->result.value("phases_ms", json::object());
-  verdict_.fingerprint["device"] = run->result.value("fingerprint", json::object());
-  kernel_record_ = run->result.value("kernels", json());
+  verdict_.worker_phases = run->report.phases_ms;
+  verdict_.fingerprint["device"] = run->report.fingerprint;
+  kernel_record_ = run->report.kernels;
   // When every check finished, judge them first: a wrong or cheating result says more than a
   // crash that came after it.
   auto t_compare = std::chrono::steady_clock::now();
-  bool checks_done = run->result.contains("checks") && run->result["checks"].size() == trials_.size();
+  bool checks_done = run->report.checks.size() == trials_.size();
   bool ok = checks_done ? CheckTrials(*run) && ProcessEnded(*run) : ProcessEnded(*run) && CheckTrials(*run);
   ok = ok && CheckPrecision(*run);
   // A reference that fails on the timed runs' inputs is an error of the evaluation, not a
@@ -998,9 +1034,10 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
   }();
   if (!run.ok()) return run.status();
   Cleanup(*run);
-  if (!run->finished() || run->result.contains("error"))
-    return Status::Internal("baseline failed: " + run->process.Describe() + " " + run->result.value("error", json::object()).dump());
-  return TimingFromWorker(run->result["timing"]);
+  if (!run->finished() || run->report.error)
+    return Status::Internal("baseline failed: " + run->process.Describe() + " " + ErrorJson(*run).dump());
+  if (!run->report.timing) return Status::Internal("baseline failed: its finished job has no timing");
+  return TimingFromWorker(*run->report.timing);
 }
 
 // The first `count` trials' sizes and magnitudes, for trusted-state keys of timings.
@@ -1196,10 +1233,9 @@ bool Evaluation::PythonOutputsMayRepeat() const {
 // shapes, inputs when written, float64 references, the problem as the module described it.
 Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<std::map<std::string, int64_t>>& sizes_of) {
   Status status = Status::Ok();
-  if (!run.finished() || run.result.contains("error") || !run.result.contains("sets") ||
-      run.result["sets"].size() != py_sets_.size()) {
+  if (!run.finished() || run.report.error || run.report.sets.size() != py_sets_.size()) {
     status = Status::Internal("the PyTorch reference of problem '" + problem_.name + "' failed (" + run.process.Describe() +
-                              ", stage " + run.last_stage + "): " + run.result.value("error", json::object()).value("message", "") +
+                              ", stage " + run.last_stage + "): " + ErrorMessage(run) +
                               "\n" + TailLines(run.process.err, 12, 3000));
   }
   std::map<std::string, std::shared_ptr<const std::string>> input_files;  // file -> its verified bytes
@@ -1207,7 +1243,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
   described_.inputs.clear();
   described_.outputs.clear();
   for (size_t t = 0; status.ok() && t < py_sets_.size(); ++t) {
-    const json& d = run.result["sets"][t];
+    const ReferenceSet& d = run.report.sets[t];
     Trial trial;
     trial.seed = py_sets_[t]["seed"].get<uint64_t>();
     trial.magnitude = py_sets_[t]["magnitude"].get<double>();
@@ -1215,16 +1251,16 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
     trial.bound.problem = &described_;
     trial.bound.sizes = sizes_of[t];
     json hashes = json::object(), outputs = json::array();
-    for (const json& in : d["inputs"]) {
-      Result<DType> dt = ParseDType(in["dtype"].get<std::string>());
+    for (const ReferenceInput& in : d.inputs) {
+      Result<DType> dt = ParseDType(in.dtype);
       if (!dt.ok()) { status = dt.status(); break; }
-      TensorShape shape{in["name"].get<std::string>(), *dt, in["dims"].get<std::vector<int64_t>>()};
+      TensorShape shape{in.name, *dt, in.dims};
       trial.bound.inputs.push_back(shape);
-      hashes[shape.name] = in["hash"];
+      hashes[shape.name] = in.hash;
       if (t == 0) described_.inputs.push_back({shape.name, {}, *dt, {}});
-      if (in.contains("file")) {
+      if (in.file) {
         // Sets share the files of equal inputs (a model's parameters): read and verified once.
-        const std::string file = in["file"].get<std::string>();
+        const std::string& file = *in.file;
         auto it = input_files.find(file);
         if (it == input_files.end()) {
           Result<std::string> bytes = run.ReadOutput(file);
@@ -1234,15 +1270,15 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
         trial.inputs.push_back(HostTensor{shape, it->second});
       }
     }
-    for (const json& out : d["outputs"]) {
-      Result<DType> dt = ParseDType(out["dtype"].get<std::string>());
-      Result<DType> rdt = ParseDType(out["reference_dtype"].get<std::string>());
+    for (const ReferenceOutput& out : d.outputs) {
+      Result<DType> dt = ParseDType(out.dtype);
+      Result<DType> rdt = ParseDType(out.reference_dtype);
       if (!dt.ok() || !rdt.ok()) { status = dt.ok() ? rdt.status() : dt.status(); break; }
-      TensorShape shape{out["name"].get<std::string>(), *dt, out["dims"].get<std::vector<int64_t>>()};
+      TensorShape shape{out.name, *dt, out.dims};
       trial.bound.outputs.push_back(shape);
       if (t == 0) described_.outputs.push_back({shape.name, {}, *dt, {}});
       outputs.push_back({{"name", shape.name}, {"dtype", DTypeName(*dt)}, {"dims", shape.dims}});
-      Result<std::string> bytes = run.ReadOutput(out["file"].get<std::string>());
+      Result<std::string> bytes = run.ReadOutput(out.file);
       if (!bytes.ok()) { status = bytes.status(); break; }
       std::vector<double> v(static_cast<size_t>(shape.numel()));
       if (bytes->size() != v.size() * DTypeSize(*rdt)) { status = Status::Internal("reference output '" + shape.name + "' has the wrong size"); break; }
@@ -1252,15 +1288,15 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
     if (!status.ok()) break;
     for (const TensorShape& sh : trial.bound.inputs) trial.bound.bytes += static_cast<double>(sh.bytes());
     for (const TensorShape& sh : trial.bound.outputs) trial.bound.bytes += static_cast<double>(sh.bytes());
-    trial.bound.flops = d.value("flops", 0.0);
+    trial.bound.flops = d.flops;
     py_sets_[t]["input_hashes"] = hashes;
     py_sets_[t]["outputs"] = outputs;
     if (t == 0) {
-      verdict_.precision["reference"] = d.value("reference_precision", "");
-      if (d.value("reference_precision", "") != "float64")
-        verdict_.warnings.push_back("the reference ran in the problem's own precision: " + d.value("reference_precision", std::string()));
-      verdict_.fingerprint["reference_device"] = run.result.value("fingerprint", json::object());
-      verdict_.fingerprint["problem_constants"] = d.value("constants", json::object());
+      verdict_.precision["reference"] = d.reference_precision;
+      if (d.reference_precision != "float64")
+        verdict_.warnings.push_back("the reference ran in the problem's own precision: " + d.reference_precision);
+      verdict_.fingerprint["reference_device"] = run.report.fingerprint;
+      verdict_.fingerprint["problem_constants"] = d.constants;
     }
     trials_.push_back(std::move(trial));
   }
@@ -1372,15 +1408,15 @@ Result<bool> Evaluation::RunPythonCandidate() {
   KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, limits));
   Stage("run", t0);
   AddPythonStages("python_candidate", run, &verdict_.stages);
-  verdict_.fingerprint["device"] = run.result.value("fingerprint", json::object());
-  kernel_record_ = run.result.value("kernels", json());
-  if (run.result.contains("parameters")) verdict_.precision["parameters"] = run.result["parameters"];
+  verdict_.fingerprint["device"] = run.report.fingerprint;
+  kernel_record_ = run.report.kernels;
+  if (!run.report.parameters.is_null()) verdict_.precision["parameters"] = run.report.parameters;
   // Import errors, inline builds (load_inline) and Triton kernels, which compile at their first
   // call (stage "kernel_compile"), are the candidate's compile errors; the worker ran it as candidate.py.
-  const std::string failed_stage = run.result.contains("error") ? run.result["error"].value("stage", "") : "";
+  const std::string failed_stage = run.report.error ? run.report.error->stage : "";
   if (failed_stage == "load" || failed_stage == "kernel_compile") {
     const std::string name = candidate_.filename().string();
-    const std::string message = RenameSourceInLog(run.result["error"].value("message", ""), "candidate.py", name);
+    const std::string message = RenameSourceInLog(ErrorMessage(run), "candidate.py", name);
     verdict_.compiler_output = TrimCompilerLog(message);
     Finish(VerdictStatus::kCompileError, failed_stage == "load" ? "the candidate does not load: " + message.substr(0, 300)
                                                                 : "a kernel of the candidate does not compile (at its first call)");
@@ -1392,18 +1428,18 @@ Result<bool> Evaluation::RunPythonCandidate() {
       OwnKernelNames(source_).empty())
     verdict_.warnings.push_back(
         "the candidate defines no kernel of its own (no load_inline, no function after " + KernelDecoratorList() + "): it is PyTorch code");
-  if (run.result.contains("error") && run.result["error"].value("stage", "") == "check") {
+  if (failed_stage == "check") {
     // Outputs of the wrong shape or dtype, or a different number of them.
-    Finish(VerdictStatus::kWrongOutput, run.result["error"].value("message", ""));
+    Finish(VerdictStatus::kWrongOutput, ErrorMessage(run));
     Cleanup(run);
     return false;
   }
-  bool checks_done = run.result.contains("checks") && run.result["checks"].size() == trials_.size();
+  bool checks_done = run.report.checks.size() == trials_.size();
   bool ok = checks_done ? CheckTrials(run) && ProcessEnded(run) : ProcessEnded(run) && CheckTrials(run);
   ok = ok && CheckPrecision(run);
   // Threads started when the candidate was imported are there before its first run, where the
   // thread gates start counting; on a CPU device such a thread can work during the untimed steps.
-  const int before_load = run.result.value("threads_before_load", 0), after_checks = run.result.value("threads_after_checks", 0);
+  const int before_load = run.report.threads_before_load, after_checks = run.report.threads_after_checks;
   if (ok && before_load > 0 && after_checks > before_load)
     verdict_.warnings.push_back("the candidate's process has " + std::to_string(after_checks - before_load) +
                                 " more thread(s) after its checks than before it was loaded");
@@ -1417,7 +1453,8 @@ Result<bool> Evaluation::RunPythonCandidate() {
 // was checked by the supervisor (timing.issues), a reservoir sample of them is compared with
 // float64 references for their own fresh inputs; then the inputs, threads and clocks.
 Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
-  const json& tj = run.result["timing"];
+  static const WorkerTiming kNoTiming;  // ParsePythonTiming says what it lacks
+  const WorkerTiming& tj = run.report.timing ? *run.report.timing : kNoTiming;
   Result<PythonTiming> parsed = ParsePythonTiming(tj);
   if (!parsed.ok()) {
     Finish(VerdictStatus::kRuntimeError, parsed.status().message());
@@ -1429,22 +1466,21 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
       {"clock", "max(device_ms, wall_ms - overhead_ms) per run; wall_ms is the worker's supervisor's clock"},
       {"overhead_ms", t.overhead_ms}, {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
       {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},
-      {"calibration", tj.value("calibration", json::object())}, {"fresh_inputs", tj.value("fresh_inputs", false)}};
-  if (tj.contains("note")) verdict_.warnings.push_back(tj["note"].get<std::string>());
-  const json issues = tj.value("issues", json::array());
-  if (!issues.empty()) {
-    Finish(VerdictStatus::kWrongOutput, issues[0].get<std::string>(), "timed_output");
+      {"calibration", PythonCalibrationJson(tj.calibration)}, {"fresh_inputs", tj.fresh_inputs}};
+  if (tj.note) verdict_.warnings.push_back(*tj.note);
+  if (!tj.issues.empty()) {
+    Finish(VerdictStatus::kWrongOutput, tj.issues[0], "timed_output");
     return false;
   }
-  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.value("samples", json::array()), tj.value("fresh_inputs", false)));
+  KF_ASSIGN_OR_RETURN(bool samples_ok, CheckTimedSamples(run, tj.samples, tj.fresh_inputs));
   if (!samples_ok) return false;
-  if (tj["input_hashes_after"] != tj["input_hashes_before"]) {
+  if (tj.input_hashes_after != tj.input_hashes_before) {
     Finish(VerdictStatus::kWrongOutput, "the candidate modified its inputs during the timed runs");
     return false;
   }
-  if (tj.value("threads_after", 0) > tj.value("threads_before", 0)) {
-    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(tj.value("threads_before", 0)) + " to " +
-                                           std::to_string(tj.value("threads_after", 0)) + " during the timed runs (background work)", "threads");
+  if (tj.threads_after > tj.threads_before) {
+    Finish(VerdictStatus::kSuspicious, "threads grew from " + std::to_string(tj.threads_before) + " to " +
+                                           std::to_string(tj.threads_after) + " during the timed runs (background work)", "threads");
     return false;
   }
   return CheckPythonClocks(t);
@@ -1491,15 +1527,14 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
 // The sampled timed runs (either worker): each output against a trusted reference for that
 // run's inputs, regenerated from the seed the worker's supervisor drew (fresh inputs), else the
 // reference of the check set it reused.
-Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& samples, bool fresh) {
+Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples, bool fresh) {
   if (samples.empty()) return true;
-  for (const json& s : samples) {
-    const json& set = s.value("set", json());
-    if (!set.is_number_integer() || set.get<int64_t>() < 0 || set.get<int64_t>() >= static_cast<int64_t>(trials_.size())) {
+  for (const TimedSample& s : samples) {
+    if (s.set < 0 || s.set >= static_cast<int>(trials_.size())) {
       Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
       return false;
     }
-    if (fresh && !s.value("seed", json()).is_number_unsigned() && !s.value("seed", json()).is_number_integer()) {
+    if (fresh && !s.seed) {
       Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run with fresh inputs but no seed");
       return false;
     }
@@ -1510,24 +1545,20 @@ Result<bool> Evaluation::CheckTimedSamples(const WorkerRun& run, const json& sam
   } else if (fresh) {
     KF_ASSIGN_OR_RETURN(refs, RegeneratedReferences(samples));
   } else {
-    for (const json& smp : samples) {
-      const size_t set = smp.value("set", size_t{0});
-      if (set >= trials_.size()) return Status::Internal("a timed sample names set " + std::to_string(set));
-      refs.push_back(trials_[set].reference);
-    }
+    for (const TimedSample& smp : samples) refs.push_back(trials_[smp.set].reference);  // sets checked above
   }
   return CompareTimedSamples(run, samples, refs, fresh);
 }
 
 // Float64 references for sampled timed runs: a reference job whose sets carry the runs' seeds
 // and `fresh`, so the worker regenerates exactly their inputs (same generator, same device).
-Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedReferences(const json& samples) {
+Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedReferences(const std::vector<TimedSample>& samples) {
   auto t0 = std::chrono::steady_clock::now();
   json job = PythonJob("reference");
   job["sets"] = json::array();
-  for (const json& s : samples) {
-    const json& from = py_sets_.at(s.value("set", size_t{0}));
-    job["sets"].push_back({{"seed", s["seed"]}, {"magnitude", s.value("magnitude", from.value("magnitude", 1.0))},
+  for (const TimedSample& s : samples) {
+    const json& from = py_sets_.at(s.set);
+    job["sets"].push_back({{"seed", s.seed ? json(*s.seed) : json()}, {"magnitude", s.magnitude.value_or(from.value("magnitude", 1.0))},
                            {"overrides", from["overrides"]}, {"fresh", true}});
   }
   job["lock_file"] = PythonLockFile();
@@ -1538,10 +1569,10 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedRef
   if (standby_reference_) {
     run = standby_reference_->Run(job["sets"]);
     standby_reference_.reset();
-    ran = run.finished() && !run.result.contains("error");
+    ran = run.finished() && !run.report.error;
     if (!ran) {
-      verdict_.warnings.push_back("the standby reference job failed (" + run.process.Describe() + "): " +
-                                  run.result.value("error", json::object()).value("message", "") + "; ran it again");
+      verdict_.warnings.push_back("the standby reference job failed (" + run.process.Describe() + "): " + ErrorMessage(run) +
+                                  "; ran it again");
       Cleanup(run);
     }
   }
@@ -1551,16 +1582,16 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedRef
   AddPythonStages("python_timed_reference", run, &verdict_.stages);
   std::vector<std::vector<std::vector<double>>> refs;
   Status status = Status::Ok();
-  if (!run.finished() || run.result.contains("error") || run.result.value("sets", json::array()).size() != samples.size())
+  if (!run.finished() || run.report.error || run.report.sets.size() != samples.size())
     status = Status::Internal("the reference for the sampled timed runs failed (" + run.process.Describe() + ", stage " + run.last_stage +
-                              "): " + run.result.value("error", json::object()).value("message", "") + "\n" + TailLines(run.process.err, 12, 3000));
+                              "): " + ErrorMessage(run) + "\n" + TailLines(run.process.err, 12, 3000));
   for (size_t k = 0; status.ok() && k < samples.size(); ++k) {
-    const Trial& trial = trials_[samples[k].value("set", size_t{0})];
-    const json& outs = run.result["sets"][k]["outputs"];
+    const Trial& trial = trials_[samples[k].set];
+    const std::vector<ReferenceOutput>& outs = run.report.sets[k].outputs;
     refs.emplace_back();
     for (size_t o = 0; status.ok() && o < trial.bound.outputs.size() && o < outs.size(); ++o) {
-      Result<DType> rdt = ParseDType(outs[o].value("reference_dtype", std::string()));
-      Result<std::string> bytes = run.ReadOutput(outs[o].value("file", std::string()));
+      Result<DType> rdt = ParseDType(outs[o].reference_dtype);
+      Result<std::string> bytes = run.ReadOutput(outs[o].file);
       std::vector<double> v(static_cast<size_t>(trial.bound.outputs[o].numel()));
       if (!rdt.ok() || !bytes.ok() || bytes->size() != v.size() * DTypeSize(*rdt)) {
         status = Status::Internal("the reference for a sampled timed run has no usable output '" + trial.bound.outputs[o].name + "'");
@@ -1599,15 +1630,15 @@ Status Evaluation::PyTorchBaselines() {
     if (!run.ok()) return run.status();
     std::string name = kind == "eager" ? "torch_eager" : "torch_compile";
     AddPythonStages("python_" + name, *run, &verdict_.stages);
-    if (!run->finished() || run->result.contains("error") || !run->result.contains("timing")) {
-      std::string msg = run->result.value("error", json::object()).value("message", run->process.Describe());
+    if (!run->finished() || run->report.error || !run->report.timing) {
+      std::string msg = ErrorMessage(*run, run->process.Describe());
       verdict_.warnings.push_back(name + " baseline: " + msg.substr(0, 400));
     } else {
       // Timed as the candidate is: fresh inputs, max(device, wall - overhead) per run.
-      Result<PythonTiming> t = ParsePythonTiming(run->result["timing"]);
+      Result<PythonTiming> t = ParsePythonTiming(*run->report.timing);
       if (t.ok()) measured[name] = ComputeStats(t->effective_ms, t->host_ms, t->sets);
       else verdict_.warnings.push_back(name + " baseline: " + t.status().message());
-      verdict_.stages[name + "_first_call"] = run->result.value("first_call_seconds", 0.0);
+      verdict_.stages[name + "_first_call"] = run->report.first_call_seconds;
     }
     Cleanup(*run);
   }
@@ -1715,13 +1746,12 @@ Result<TimingStats> Evaluation::TimePyTorchBaseline(const std::string& name) {
   KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, PythonLimits()));
   AddPythonStages("python_" + name, run, &verdict_.stages);
   Status failed = Status::Ok();
-  if (!run.finished() || run.result.contains("error") || !run.result.contains("timing"))
-    failed = Status::Internal(name + " baseline failed: " +
-                              run.result.value("error", json::object()).value("message", run.process.Describe()).substr(0, 400));
+  if (!run.finished() || run.report.error || !run.report.timing)
+    failed = Status::Internal(name + " baseline failed: " + ErrorMessage(run, run.process.Describe()).substr(0, 400));
   TimingStats t;
   if (failed.ok()) {
     // As a judgement's baselines are taken (PyTorchBaselines): each run as judged, by set.
-    Result<PythonTiming> pt = ParsePythonTiming(run.result["timing"]);
+    Result<PythonTiming> pt = ParsePythonTiming(*run.report.timing);
     if (pt.ok()) t = ComputeStats(pt->effective_ms, pt->host_ms, pt->sets);
     else failed = pt.status();
   }
@@ -1737,14 +1767,14 @@ class EvaluationTimer final : public KernelTimer {
   Status Prepare(const std::string& baseline) {
     try {
       return evaluation_.PrepareTimer(baseline);
-    } catch (const nlohmann::json::exception& e) {
-      return Status::Internal(std::string("a worker's report is malformed: ") + e.what());
+    } catch (const nlohmann::json::exception& e) {  // Evaluate says what can still throw
+      return Status::Internal(std::string("a JSON record the judge read is malformed: ") + e.what());
     }
   }
   Result<Verdict> Time() override {
     try {
       return evaluation_.TimeOnce();
-    } catch (const nlohmann::json::exception& e) {
+    } catch (const nlohmann::json::exception& e) {  // Evaluate says what can still throw
       return evaluation_.Malformed(e.what());
     }
   }
@@ -1755,7 +1785,24 @@ class EvaluationTimer final : public KernelTimer {
   Evaluation evaluation_;
 };
 
+// The stages of a judgement. Each may end it: a verdict (the static check, a compile error, a
+// failed check or timing gate), or an error Status where kforge itself failed.
 Result<Verdict> Evaluation::Run() {
+  KF_ASSIGN_OR_RETURN(bool loaded, Load());
+  if (!loaded) return verdict_;
+  KF_RETURN_IF_ERROR(StartPython());
+  KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
+  if (!compiled) return verdict_;
+  KF_RETURN_IF_ERROR(Reference());
+  KF_ASSIGN_OR_RETURN(bool passed, JudgeCandidate());  // checks and timing, in one job
+  Advisory();
+  KF_RETURN_IF_ERROR(Conclude(passed));
+  return verdict_;
+}
+
+// The candidate read, the run's precision policy chosen, the static check: false when that
+// check decided the verdict.
+Result<bool> Evaluation::Load() {
   backend_ = FindBackend(options_.backend);
   if (!backend_) return Status::InvalidArgument("unknown backend '" + options_.backend + "'; known: " + BackendNames());
   KF_ASSIGN_OR_RETURN(source_, ReadFile(candidate_));
@@ -1768,11 +1815,14 @@ Result<Verdict> Evaluation::Run() {
   verdict_.fingerprint["compiler"] = ToolchainVersion(runner_, *backend_);
   verdict_.fingerprint["kforge"] = "0.1.0";
   python_candidate_ = backend_->python_hosted || candidate_.extension() == ".py";
-  if (!StaticGate()) return verdict_;
+  if (!StaticGate()) return false;
   Stage("setup", t_setup);
-  KF_RETURN_IF_ERROR(StartPython());
-  KF_ASSIGN_OR_RETURN(bool compiled, CompileGate());
-  if (!compiled) return verdict_;
+  return true;
+}
+
+// The check trials and their references: a PyTorch module's reference job, or the problem's
+// inputs and C++ reference; then the tolerances the outputs are held to.
+Status Evaluation::Reference() {
   if (pytorch_) {
     KF_RETURN_IF_ERROR(PreparePyTorch());
   } else {
@@ -1782,8 +1832,12 @@ Result<Verdict> Evaluation::Run() {
     KF_RETURN_IF_ERROR(ComputeReference());
   }
   RecordTolerances(trials_[0].bound.outputs);
-  KF_ASSIGN_OR_RETURN(bool passed, JudgeCandidate());
-  Advisory();
+  return Status::Ok();
+}
+
+// What a judged candidate's verdict adds: correct, the speed-of-light gate and the kernel
+// accounting; for a correct timed one, the baselines and their speedups.
+Status Evaluation::Conclude(bool passed) {
   if (passed) {
     Finish(VerdictStatus::kCorrect, options_.timing ? "" : "correct (not timed)");
     auto t_sol = std::chrono::steady_clock::now();
@@ -1791,10 +1845,10 @@ Result<Verdict> Evaluation::Run() {
     Stage("speed_of_light", t_sol);
   }
   KernelAccountingGate();  // on every verdict with a record; it labels only correct ones
-  if (!passed || !options_.timing || verdict_.status != VerdictStatus::kCorrect) return verdict_;
+  if (!passed || !options_.timing || verdict_.status != VerdictStatus::kCorrect) return Status::Ok();
   if (options_.baselines) KF_RETURN_IF_ERROR(pytorch_ ? PyTorchBaselines() : Baselines());
   verdict_.message = "passed " + std::to_string(trials_.size()) + " trials";
-  return verdict_;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -1803,11 +1857,15 @@ Result<Verdict> MeasureBaselines(const Problem& problem, const EvalOptions& opti
   Evaluation e(problem, "", options, runner);
   try {
     return e.RunBaselinesOnly();
-  } catch (const nlohmann::json::exception& ex) {
-    return Status::Internal(std::string("a baseline worker's report is malformed: ") + ex.what());
+  } catch (const nlohmann::json::exception& ex) {  // Evaluate says what can still throw
+    return Status::Internal(std::string("a JSON record the judge read is malformed: ") + ex.what());
   }
 }
 
+// Workers' reports are typed when read (WorkerRun::report) and throw nothing; a report of the
+// wrong shape is a runtime_error. The catch is a backstop for the JSON still read as such on the
+// way: the workers' probes (ProbeWorker, ProbePython), the cache's files (peaks/, kept baselines'
+// timings) and the theoretical peaks in the verdict's fingerprint.
 Result<Verdict> Evaluate(const Problem& problem, const fs::path& candidate, const EvalOptions& options,
                          ProcessRunner& runner) {
   Evaluation e(problem, candidate, options, runner);

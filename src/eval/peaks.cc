@@ -54,11 +54,14 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
   }();
   if (!run.ok()) return run.status();
   Cleanup(*run);
-  if (!run->result.contains("peaks"))
-    return Status::Unavailable("measuring peaks failed: " + run->process.Describe() + " " + run->result.value("error", json::object()).dump());
-  json pk = run->result["peaks"];
-  p.bandwidth_gbs = pk.value("bandwidth_gbs", 0.0);
-  p.fp32_gflops = pk.value("fp32_gflops", 0.0);
+  if (!run->report.peaks) {
+    const std::optional<WorkerError>& e = run->report.error;
+    return Status::Unavailable("measuring peaks failed: the worker " + run->process.Describe() +
+                               (e ? " (" + e->stage + ": " + e->message + ")" : ""));
+  }
+  p.bandwidth_gbs = run->report.peaks->bandwidth_gbs;
+  p.fp32_gflops = run->report.peaks->fp32_gflops;
+  json pk = {{"bandwidth_gbs", p.bandwidth_gbs}, {"fp32_gflops", p.fp32_gflops}, {"detail", run->report.peaks->detail}};
   // Measured again (a SOL above 100%): the cache keeps the higher of the two measurements. A
   // peak measured low is the machine's load, not the device; achievable means shown achieved.
   if (remeasure) {

@@ -198,7 +198,6 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
 WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {
   WorkerRun run = ReadWorkerRun(std::move(process), dir);
   VerifyPythonResult(&run);
-  run.result["wall_seconds"] = run.process.wall_seconds;
   return run;
 }
 
@@ -239,7 +238,7 @@ WorkerRun StandbyPythonJob::Run(const json& sets) {
     (void)WriteFileAtomic(dir_ / "sets.json", json{{"cancel", true}}.dump());
     WorkerRun run = done_.get();
     Cleanup(run);
-    run.result = {{"error", {{"stage", "standby"}, {"message", "cannot give the standby job its sets: " + written.message()}}}};
+    run.SetResult({{"error", {{"stage", "standby"}, {"message", "cannot give the standby job its sets: " + written.message()}}}});
     return run;
   }
   return done_.get();
@@ -301,11 +300,10 @@ void VerifyPythonResult(WorkerRun* run) {
   run->confirmed = problem.empty();
   if (problem.empty()) {
     Result<std::string> text = ReadFile(*fresh / "result.json");
-    run->result = json::parse(text.ok() ? *text : "", nullptr, false);
-    if (run->result.is_discarded()) run->result = json::object();
+    json result = json::parse(text.ok() ? *text : "", nullptr, false);
+    run->SetResult(result.is_discarded() ? json::object() : std::move(result));
   } else {
-    run->result = json::object();
-    if (exited) run->result["error"] = {{"stage", "integrity"}, {"message", problem}};
+    run->SetResult(exited ? json{{"error", {{"stage", "integrity"}, {"message", problem}}}} : json::object());
   }
   if (!fresh.ok()) return;
   if (!std::getenv("KFORGE_KEEP_TEMP")) {
@@ -318,42 +316,32 @@ void VerifyPythonResult(WorkerRun* run) {
 // --- Timing. -----------------------------------------------------------------------------------
 
 
-Result<PythonTiming> ParsePythonTiming(const json& timing) {
+Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing) {
   PythonTiming t;
-  auto read = [&](const char* key, std::vector<double>* out) {
-    const json v = timing.value(key, json());
-    if (!v.is_array()) return false;
-    for (const json& x : v) {
-      if (!x.is_number()) return false;
-      out->push_back(x.get<double>());
-    }
-    return true;
-  };
-  bool ok = read("device_ms", &t.device_ms) && read("host_ms", &t.host_ms) && read("wall_ms", &t.wall_ms) &&
-            read("prepare_ms", &t.prepare_ms) && read("collect_ms", &t.collect_ms);
+  t.device_ms = timing.device_ms;
+  t.host_ms = timing.host_ms;
+  t.wall_ms = timing.wall_ms;
+  t.prepare_ms = timing.prepare_ms;
+  t.collect_ms = timing.collect_ms;
   const size_t n = t.device_ms.size();
-  if (!ok || n == 0 || t.host_ms.size() != n || t.wall_ms.size() != n || t.prepare_ms.size() != n ||
-      t.collect_ms.size() != n || !timing.value("overhead_ms", json()).is_number())
+  if (n == 0 || t.host_ms.size() != n || t.wall_ms.size() != n || t.prepare_ms.size() != n || t.collect_ms.size() != n ||
+      !timing.overhead_ms)
     return Status::Internal("the Python worker's timing lacks device_ms, host_ms, wall_ms, prepare_ms, collect_ms or overhead_ms");
-  t.overhead_ms = timing["overhead_ms"].get<double>();
-  const json cal = timing.value("calibration", json::object());
-  t.calibration_prepare_ms = cal.value("prepare_ms", 0.0);
-  t.calibration_collect_ms = cal.value("collect_ms", 0.0);
+  t.overhead_ms = *timing.overhead_ms;
+  if (timing.calibration) {
+    t.calibration_prepare_ms = timing.calibration->prepare_ms;
+    t.calibration_collect_ms = timing.calibration->collect_ms;
+  }
   for (size_t i = 0; i < n; ++i) t.effective_ms.push_back(std::max(t.device_ms[i], t.wall_ms[i] - t.overhead_ms));
   t.sets = TimingSets(timing, n);
   return t;
 }
 
 void AddPythonStages(const std::string& prefix, const WorkerRun& run, json* stages) {
-  (*stages)[prefix + ".wall"] = run.result.value("wall_seconds", 0.0);
-  const json seconds = run.result.value("stage_seconds", json::object());
-  for (const auto& [k, v] : seconds.items())
-    if (v.is_number()) (*stages)[prefix + "." + k] = v;
+  (*stages)[prefix + ".wall"] = run.process.wall_seconds;
+  for (const auto& [k, v] : run.report.stage_seconds) (*stages)[prefix + "." + k] = v;
   // The child's own stopwatch inside those stages (diagnostic only: the candidate's process).
-  const json child = run.result.value("child_seconds", json::object());
-  if (!child.is_object()) return;
-  for (const auto& [k, v] : child.items())
-    if (v.is_number()) (*stages)[prefix + ".child." + k] = v;
+  for (const auto& [k, v] : run.report.child_seconds) (*stages)[prefix + ".child." + k] = v;
 }
 
 }  // namespace kforge

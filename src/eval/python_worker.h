@@ -106,8 +106,8 @@ class StandbyPythonJob {
 // `kforge-result <SHA-256 of result.json>`, and every file result.json lists under "files"
 // against its SHA-256; then moves the verified bytes into a fresh folder of the orchestrator's
 // (run->dir), so that nothing still running as the sandbox user can change them afterwards.
-// No line, a mismatch or a missing file: run->result becomes {"error": {"stage": "integrity"}}
-// when the worker exited normally, else empty (how it ended says the rest).
+// No line, a mismatch or a missing file: run->result (and run->report) becomes {"error":
+// {"stage": "integrity"}} when the worker exited normally, else empty (how it ended says the rest).
 void VerifyPythonResult(WorkerRun* run);
 
 // The timed runs of a Python job as the orchestrator judges them (docs/python-worker.md): the
@@ -120,8 +120,8 @@ struct PythonTiming {
   double overhead_ms = 0;
   double calibration_prepare_ms = 0, calibration_collect_ms = 0;  // medians of the null runs
 };
-// Reads result.json's `timing`; an error when its arrays are missing or of unequal lengths.
-Result<PythonTiming> ParsePythonTiming(const nlohmann::json& timing);
+// Reads a report's timing; an error when its arrays are missing or of unequal lengths.
+Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing);
 // The median of `v` (0 when empty).
 
 // Copies a Python job's wall time and per-stage seconds into a verdict's stages as

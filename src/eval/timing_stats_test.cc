@@ -1,4 +1,4 @@
-// The statistics of timed runs (base/stats.h, kforge/verdict.h): runs alternate between input
+// The statistics of timed runs (base/stats.h, kforge/verdict.h, eval/worker_report.h): runs alternate between input
 // sets whose speeds may differ, and are combined per set.
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/stats.h"
+#include "eval/worker_report.h"
 #include "kforge/verdict.h"
 
 namespace kforge {
@@ -105,8 +106,10 @@ TEST(TimingStatsTest, GivenNoSetPerRunTheRunsArePooled) {
 }
 
 TEST(TimingStatsTest, GivenAWorkerRecordWithSetsTheVerdictCombinesThemAndBoundsByTheWall) {
-  nlohmann::json tj = {{"device_ms", kGelu}, {"host_ms", kGelu}, {"wall_ms", kGelu}, {"sets_used", kSets},
-                       {"overhead_ms", 0.1}, {"overhead_mad_ms", 0.0}};
+  WorkerTiming tj;
+  tj.device_ms = tj.host_ms = tj.wall_ms = kGelu;
+  tj.sets_used = kSets;
+  tj.overhead_ms = 0.1;
   TimingStats t = TimingFromWorker(tj);
   EXPECT_EQ(t.runs, 14);
   EXPECT_DOUBLE_EQ(t.median_ms, SetMedian(kGelu, kSets));
@@ -115,13 +118,13 @@ TEST(TimingStatsTest, GivenAWorkerRecordWithSetsTheVerdictCombinesThemAndBoundsB
   // A device timer that reports half of what the supervisor's clock saw is bounded by it.
   std::vector<double> half;
   for (double x : kGelu) half.push_back(x / 2);
-  tj["device_ms"] = half;
+  tj.device_ms = half;
   t = TimingFromWorker(tj);
   EXPECT_TRUE(t.wall_bounded);
   EXPECT_GT(t.median_ms, 0.9 * SetMedian(kGelu, kSets));
   // Without sets_used (or with one of the wrong length) the runs are pooled.
-  tj["device_ms"] = kGelu;
-  tj["sets_used"] = {0, 1};
+  tj.device_ms = kGelu;
+  tj.sets_used = {0, 1};
   EXPECT_DOUBLE_EQ(TimingFromWorker(tj).median_ms, Median(kGelu));
 }
 

@@ -88,7 +88,7 @@ std::optional<WorkerRun> TrustedState::FindRun(const std::string& key) const {
     return std::nullopt;
   WorkerRun run;
   run.dir = dir;
-  run.result = std::move(result);
+  run.SetResult(std::move(result));
   run.confirmed = true;
   run.kept = true;
   run.last_stage = "done";
@@ -102,10 +102,9 @@ std::optional<WorkerRun> TrustedState::FindRun(const std::string& key) const {
 Status TrustedState::KeepRun(const std::string& key, const json& fields, const WorkerRun& run) const {
   if (root_.empty()) return Status::Ok();
   if (!run.finished()) return Status::Unavailable("the run did not finish");
-  const json files = run.result.value("files", json::object());
   uint64_t bytes = 0;
   std::error_code ec;
-  for (const auto& [name, digest] : files.items()) {
+  for (const auto& [name, digest] : run.report.files) {
     if (!SafeName(name)) return Status::Unavailable("the run names a file '" + name + "'");
     bytes += fs::file_size(run.dir / name, ec);
     if (ec) return Status::Unavailable("its file " + name + " is missing: " + ec.message());
@@ -124,7 +123,7 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
   fs::create_directories(stage, ec);
   if (ec) return Status::IoError("cannot create " + stage.string() + ": " + ec.message());
   Status status = WriteFile(stage / "result.json", text.data(), text.size());
-  for (const auto& [name, digest] : files.items()) {
+  for (const auto& [name, digest] : run.report.files) {
     if (!status.ok()) break;
     status = LinkOrCopy(run.dir / name, stage / name);
   }

@@ -38,38 +38,6 @@ TimingStats ComputeStats(const std::vector<double>& device_ms, const std::vector
   return t;
 }
 
-std::vector<int> TimingSets(const nlohmann::json& tj, size_t runs) {
-  std::vector<int> sets;
-  const nlohmann::json used = tj.value("sets_used", nlohmann::json::array());
-  if (!used.is_array() || used.size() != runs) return sets;
-  for (const nlohmann::json& s : used) {
-    if (!s.is_number_integer()) return {};
-    sets.push_back(s.get<int>());
-  }
-  return sets;
-}
-
-TimingStats TimingFromWorker(const nlohmann::json& tj) {
-  const std::vector<double> device = tj.value("device_ms", std::vector<double>{});
-  const std::vector<int> sets = TimingSets(tj, device.size());
-  TimingStats t = ComputeStats(device, tj.value("host_ms", std::vector<double>{}), sets);
-  t.device_median_ms = t.median_ms;
-  std::vector<double> wall = tj.value("wall_ms", std::vector<double>{});
-  if (wall.empty()) return t;
-  t.wall_median_ms = SetMedian(wall, sets);
-  t.overhead_ms = tj.value("overhead_ms", 0.0);
-  // The supervisor's clock also holds its own wake-up latency, which grows on a loaded
-  // machine: a reported time within 5% (and 3 deviations of the null runs) of the bound is
-  // taken as it is, so a forged timer gains at most that.
-  double tolerance = 0.05 * t.median_ms + 3 * tj.value("overhead_mad_ms", 0.0);
-  double bound = t.wall_median_ms - t.overhead_ms - tolerance;
-  if (bound > t.median_ms) {
-    t.median_ms = bound;
-    t.wall_bounded = true;
-  }
-  return t;
-}
-
 nlohmann::json TimingToJson(const TimingStats& t) {
   nlohmann::json j = {{"runs", t.runs}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms},
                       {"mean_ms", t.mean_ms}, {"stdev_ms", t.stdev_ms}, {"cv", t.cv},

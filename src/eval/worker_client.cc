@@ -61,11 +61,25 @@ Status CopyIn(const fs::path& from, const fs::path& to) {
 
 }  // namespace
 
+void WorkerRun::SetResult(nlohmann::json j) {
+  result = std::move(j);
+  Result<WorkerReport> parsed = ParseWorkerReport(result);
+  malformed = !parsed.ok();
+  if (parsed.ok()) {
+    report = std::move(*parsed);
+    return;
+  }
+  // Nothing of a report of the wrong shape is used: an unfinished run with this error, which
+  // the judge's error paths turn into a runtime_error.
+  report = WorkerReport();
+  report.error = WorkerError{"result", "the worker's report is malformed: " + parsed.status().message(), nullptr};
+}
+
 Result<std::string> WorkerRun::ReadOutput(const std::string& file) const {
   if (file.empty() || file.find('/') != std::string::npos) return Status::InvalidArgument("bad output file name '" + file + "'");
   KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
-  const nlohmann::json files = result.value("files", nlohmann::json::object());
-  if (files.contains(file) && files[file] != Sha256Hex(bytes))
+  auto recorded = report.files.find(file);
+  if (recorded != report.files.end() && recorded->second != Sha256Hex(bytes))
     return Status::InvalidArgument("output file " + file + " was changed after the worker's supervisor wrote it");
   return bytes;
 }
@@ -149,9 +163,10 @@ WorkerRun ReadWorkerRun(ProcessResult process, const fs::path& dir) {
   run.process = std::move(process);
   run.last_stage = LastStage(run.process.err);
   Result<std::string> text = ReadFile(dir / "result.json");
+  nlohmann::json result = nlohmann::json::object();
   if (text.ok()) {
     nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) run.result = j;
+    if (!j.is_discarded() && j.is_object()) result = std::move(j);
   }
   const std::string tag = "kforge-result ";
   size_t pos = run.process.out.rfind(tag);
@@ -159,11 +174,11 @@ WorkerRun ReadWorkerRun(ProcessResult process, const fs::path& dir) {
     std::string announced = run.process.out.substr(pos + tag.size(), 64);
     run.confirmed = announced == Sha256Hex(*text);
     if (!run.confirmed) {
-      run.result = nlohmann::json::object();
-      run.result["error"] = {{"stage", "result"}, {"message", "result.json was changed after the worker's supervisor wrote it "
-                                                              "(its SHA-256 differs from the one the supervisor printed)"}};
+      result = {{"error", {{"stage", "result"}, {"message", "result.json was changed after the worker's supervisor wrote it "
+                                                            "(its SHA-256 differs from the one the supervisor printed)"}}}};
     }
   }
+  run.SetResult(std::move(result));
   return run;
 }
 

@@ -12,13 +12,19 @@
 
 #include "base/subprocess.h"
 #include "eval/inputs.h"
+#include "eval/worker_report.h"
 #include "worker/protocol.h"
 
 namespace kforge {
 
 struct WorkerRun {
   ProcessResult process;
-  nlohmann::json result = nlohmann::json::object();  // result.json, possibly partial
+  // result.json, possibly partial, as read (diagnostics and tests); judges read `report`.
+  nlohmann::json result = nlohmann::json::object();
+  // `result` parsed (eval/worker_report.h). A result that does not parse is a report holding
+  // only an error, stage "result", whose message names the field, and `malformed` is set.
+  WorkerReport report;
+  bool malformed = false;
   std::filesystem::path dir;                          // the job folder; removed by Cleanup
   std::string last_stage;                             // from the worker's stderr progress lines
   // The worker's supervisor printed result.json's SHA-256 on its stdout (a channel candidate
@@ -27,7 +33,10 @@ struct WorkerRun {
   bool confirmed = false;
   // The folder belongs to the trusted store (eval/trusted_state.h): Cleanup leaves it.
   bool kept = false;
-  bool finished() const { return confirmed && result.value("done", false); }
+  bool finished() const { return confirmed && report.done; }
+  // Sets `result` and parses it into `report` (and `malformed`): every change of the result
+  // goes through here, so that the two agree.
+  void SetResult(nlohmann::json j);
   // An output file, checked against the SHA-256 the supervisor recorded for it in result.json.
   Result<std::string> ReadOutput(const std::string& file) const;
 };
