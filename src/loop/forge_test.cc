@@ -1164,8 +1164,8 @@ TEST(ForgeOptionsTest, GivenAConfigurationWithoutAPolicyItIsLeftToTheProblem) {
 
 // flat_scale's configurations are one kernel: the minimum of their single measurements is the
 // luckiest run. The tuner re-times its top three with the seed, picks by confirmed ratio, and
-// the best it reports carries that confirmed ratio over the seed (about 2: the seed does the
-// work twice).
+// the best it reports carries that confirmed ratio over the seed (about 3-4 on the VM: the seed
+// does the work eight times, seven of them from cache).
 TEST_F(ForgeLoopTest, GivenNoisyNearIdenticalConfigurationsTheReportedBestCarriesAConfirmedRatio) {
   Workspace w("confirm-tune");
   ForgeDeps deps = w.Deps(nullptr, nullptr);
@@ -1185,7 +1185,7 @@ TEST_F(ForgeLoopTest, GivenNoisyNearIdenticalConfigurationsTheReportedBestCarrie
   EXPECT_LE(vs_seed.ci_low, vs_seed.ratio);
   EXPECT_GE(vs_seed.ci_high, vs_seed.ratio);
   EXPECT_GT(vs_seed.ratio, 1.2) << vs_seed.Summary();
-  EXPECT_LT(vs_seed.ratio, 4.0) << vs_seed.Summary();
+  EXPECT_LT(vs_seed.ratio, 12.0) << vs_seed.Summary();
   EXPECT_GT(s->confirm_seconds, 0);
 
   // The store: the pick, and the top configurations it beat, each with its confirmations.

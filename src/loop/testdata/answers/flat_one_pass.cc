@@ -1,4 +1,4 @@
-// Scripted answer for the flat_scale fixture: one pass, about twice as fast as its seed.
+// Scripted answer for the flat_scale fixture: one pass, several times faster than its eight-pass seed.
 #include "kforge_cpu.h"
 
 KF_EXPORT int kf_run(const kf_cpu_args* a) {
