@@ -9,8 +9,12 @@ Three parts, each usable alone:
 - group_events(events, ...): plain KernelEvent tuples -> the record (no torch needed: tests feed
   it fake events);
 - trace_events(trace): a Kineto chrome trace (the dict torch.profiler exports) -> KernelEvents;
-- Recorder: starts the profiler, brackets the call, and turns the trace into the record; every
-  failure becomes {"available": false, "reason": ...}, never an exception.
+- CuptiRecorder: CUPTI's activity API through ctypes, on the libcupti the process already has
+  (PyTorch's): starts in about 20 ms where torch.profiler takes 4 to 6 s (Kineto's start, on an
+  H200 with torch 2.11 and CUPTI 13); the recorder a child uses when it can;
+- Recorder: torch.profiler around the call, the fallback (no libcupti found, or CUPTI refuses);
+- new_recorder(torch, call): the first of the two that starts.
+Every failure becomes {"available": false, "reason": ...}, never an exception.
 
 Time base. Kineto reports device activity (CUPTI records) on the host's clock: the trace's
 `baseTimeNanoseconds + ts * 1000` is Unix-epoch nanoseconds, time.time_ns()'s clock (seen with
@@ -21,6 +25,8 @@ times around it means the clocks disagree (or CUPTI recorded nothing), and the r
 instead of counting kernels against the wrong clock.
 """
 import collections
+import ctypes
+import glob
 import json
 import os
 import tempfile
@@ -37,11 +43,11 @@ CLOCK_SLACK_NS = 200000  # how far the probe may sit outside its host bracket (c
 KernelEvent = collections.namedtuple("KernelEvent", "kind name start_ns end_ns stream graph nbytes")
 
 
-def unavailable(reason):
-    return {"source": SOURCE, "available": False, "reason": reason}
+def unavailable(reason, source=SOURCE):
+    return {"source": source, "available": False, "reason": reason}
 
 
-def group_events(events, returned_ns, call, window_ms):
+def group_events(events, returned_ns, call, window_ms, source=SOURCE):
     """The record of one call: kernels grouped by name (calls, total device time, streams, graph,
     how many ended after the host saw the call return at returned_ns), the longest-running
     first; copies and memsets together under `memcpy`."""
@@ -67,7 +73,7 @@ def group_events(events, returned_ns, call, window_ms):
         r["streams"] = sorted(r["streams"])
         r["device_ms"] = round(r["device_ms"], 6)
     copies["device_ms"] = round(copies["device_ms"], 6)
-    out = {"source": SOURCE, "available": True, "call": call, "records": records[:MAX_RECORDS],
+    out = {"source": source, "available": True, "call": call, "records": records[:MAX_RECORDS],
            "memcpy": copies, "window_ms": round(window_ms, 6)}
     if len(records) > MAX_RECORDS:
         out["records_left_out"] = len(records) - MAX_RECORDS
@@ -191,6 +197,205 @@ class Recorder:
         record = group_events(events, returned, self.call, (ended_ns - self.probe_after_ns) / 1e6)
         record["profiler_start_s"] = round(self.start_seconds, 3)
         return record
+
+
+# --- CUPTI through ctypes ----------------------------------------------------------------------
+#
+# The activity records' leading fields, at the offsets src/backend/cuda/cupti.h asserts for
+# kforge-worker's own recorder (CUpti_ActivityKernel5..10, Memcpy5/6, Memset4: CUDA 11.x to 13):
+KIND_MEMCPY, KIND_MEMSET, KIND_KERNEL = 1, 2, 10   # CUPTI_ACTIVITY_KIND_*
+KERNEL_FIELDS = {"start": (16, ctypes.c_uint64), "end": (24, ctypes.c_uint64), "stream": (48, ctypes.c_uint32),
+                 "name": (104, ctypes.c_void_p), "graph_node": (144, ctypes.c_uint64), "graph": (156, ctypes.c_uint32)}
+COPY_FIELDS = {"bytes": (8, ctypes.c_uint64), "start": (16, ctypes.c_uint64), "end": (24, ctypes.c_uint64),
+               "stream": (40, ctypes.c_uint32), "graph_node": (64, ctypes.c_uint64), "graph": (72, ctypes.c_uint32)}
+CUPTI_SOURCE = "cupti"
+BUFFER_BYTES = 1 << 20
+
+
+def decode_activity(address):
+    """The KernelEvent of the activity record at `address`, or None for a kind not recorded. A
+    kernel's name is CUPTI's (mangled for C++ kernels, as kforge-worker's record has it)."""
+    kind = ctypes.c_int32.from_address(address).value
+    if kind == KIND_KERNEL:
+        f = {k: t.from_address(address + off).value for k, (off, t) in KERNEL_FIELDS.items()}
+        name = ctypes.string_at(f["name"]).decode("utf-8", "replace") if f["name"] else "?"
+        return KernelEvent("kernel", name, f["start"], f["end"], f["stream"], bool(f["graph"] or f["graph_node"]), 0)
+    if kind in (KIND_MEMCPY, KIND_MEMSET):
+        f = {k: t.from_address(address + off).value for k, (off, t) in COPY_FIELDS.items()}
+        return KernelEvent("memcpy" if kind == KIND_MEMCPY else "memset", "", f["start"], f["end"], f["stream"],
+                           bool(f["graph"] or f["graph_node"]), f["bytes"])
+    return None
+
+
+def cupti_candidates(maps_text=None, torch_dir=None):
+    """Where libcupti may be: first the one this process has mapped (PyTorch loads its own when it
+    is imported; a second copy could not share CUPTI's one subscriber slot with it), then the
+    NVIDIA wheels beside torch, then KFORGE_CUPTI."""
+    out = []
+    if maps_text is None:
+        try:
+            with open("/proc/self/maps") as f:
+                maps_text = f.read()
+        except OSError:
+            maps_text = ""
+    for line in maps_text.splitlines():
+        path = line.split()[-1] if line.split() else ""
+        if os.path.basename(path).startswith("libcupti.so") and path not in out:
+            out.append(path)
+    if torch_dir:
+        for pattern in ("nvidia/*/lib/libcupti.so*", "nvidia/cuda_cupti/lib/libcupti.so*"):
+            out += [p for p in sorted(glob.glob(os.path.join(torch_dir, "..", pattern))) if p not in out]
+    env = os.environ.get("KFORGE_CUPTI", "")
+    if env:
+        out += sorted(glob.glob(os.path.join(env, "libcupti.so*"))) if os.path.isdir(env) else [env]
+    return out
+
+
+_REQUESTED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                              ctypes.POINTER(ctypes.c_size_t))
+_COMPLETED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+
+
+class CuptiRecorder:
+    """CUPTI's activity API (kernels, copies, memsets) around one call, through ctypes on the
+    process's libcupti; the same start / returned / finish / abandon as Recorder, on CUPTI's
+    clock (cuptiGetTimestamp) instead of time.time_ns(). Afterwards the activities are disabled
+    and CUPTI detached (cuptiFinalize), so that timed runs pay nothing for it; one record per
+    process, as with Recorder."""
+
+    def __init__(self, torch, call):
+        self.torch, self.call = torch, call
+        self.lib = self.library = None
+        self.kinds = []
+        self.events, self.buffers = [], {}
+        self.copy_reason = ""
+        self.returned_ns = self.probe_before_ns = self.probe_after_ns = None
+        self.start_seconds = 0.0
+        self.callbacks = None
+
+    def now(self):
+        ts = ctypes.c_uint64(0)
+        self.lib.cuptiGetTimestamp(ctypes.byref(ts))
+        return ts.value
+
+    def _requested(self, buffer, size, max_records):
+        b = ctypes.create_string_buffer(BUFFER_BYTES + 8)
+        address = (ctypes.addressof(b) + 7) & ~7  # CUPTI wants 8-byte alignment
+        self.buffers[address] = b
+        buffer[0], size[0], max_records[0] = address, BUFFER_BYTES, 0
+
+    def _completed(self, context, stream, buffer, size, valid):
+        record = ctypes.c_void_p()
+        while self.lib.cuptiActivityGetNextRecord(ctypes.c_void_p(buffer), ctypes.c_size_t(valid), ctypes.byref(record)) == 0:
+            e = decode_activity(record.value)
+            if e is not None:
+                self.events.append(e)
+        self.buffers.pop(buffer, None)
+
+    def start(self):
+        """Enables the activities and runs the probe; None, or why there will be no record."""
+        torch = self.torch
+        for path in cupti_candidates(torch_dir=os.path.dirname(getattr(torch, "__file__", "") or "")):
+            try:
+                self.lib, self.library = ctypes.CDLL(path), path
+                break
+            except OSError:
+                continue
+        if self.lib is None:
+            return "no libcupti in this process, beside torch or in KFORGE_CUPTI"
+        try:
+            stream = torch.cuda.Stream()
+            probe = torch.zeros(1, device="cuda")
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            self.callbacks = (_REQUESTED(self._requested), _COMPLETED(self._completed))
+            rc = self.lib.cuptiActivityRegisterCallbacks(*self.callbacks)
+            if rc != 0:
+                return "cuptiActivityRegisterCallbacks failed: CUPTI error %d" % rc
+            rc = self.lib.cuptiActivityEnable(KIND_KERNEL)
+            if rc != 0:
+                return "cuptiActivityEnable(CONCURRENT_KERNEL) failed: CUPTI error %d" % rc
+            self.kinds.append(KIND_KERNEL)
+            for kind in (KIND_MEMCPY, KIND_MEMSET):
+                rc = self.lib.cuptiActivityEnable(kind)
+                if rc == 0:
+                    self.kinds.append(kind)
+                else:
+                    self.copy_reason = "cuptiActivityEnable(%s) failed: CUPTI error %d" % (
+                        "MEMCPY" if kind == KIND_MEMCPY else "MEMSET", rc)
+            self.start_seconds = time.perf_counter() - t0
+            self.probe_before_ns = self.now()
+            with torch.cuda.stream(stream):
+                probe.add_(1.0)
+            torch.cuda.synchronize()
+            self.probe_after_ns = self.now()
+            return None
+        except Exception as e:
+            self.abandon()
+            return "CUPTI did not start: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+
+    def returned(self):
+        self.returned_ns = self.now()
+
+    def _stop(self):
+        """Disables the activities, flushes what CUPTI holds into self.events and detaches CUPTI;
+        the first CUPTI error, or 0."""
+        failed = 0
+        for kind in self.kinds:
+            self.lib.cuptiActivityDisable(kind)
+        self.kinds = []
+        failed = self.lib.cuptiActivityFlushAll(1) or failed  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
+        finalize = getattr(self.lib, "cuptiFinalize", None)
+        if finalize is not None:
+            finalize()
+        return failed
+
+    def abandon(self):
+        if self.lib is not None and self.kinds:
+            try:
+                self._stop()
+            except Exception:
+                pass
+
+    def finish(self):
+        try:
+            ended_ns = self.now()
+            flushed = self._stop()
+        except Exception as e:
+            return unavailable("CUPTI failed: %s: %s" % (type(e).__name__, str(e)[:300]), CUPTI_SOURCE)
+        if flushed:
+            return unavailable("cuptiActivityFlushAll failed: CUPTI error %d" % flushed, CUPTI_SOURCE)
+        events = sorted(self.events, key=lambda e: e.start_ns)
+        probe, events = split_probe(events, self.probe_before_ns, self.probe_after_ns)
+        if probe is None:
+            return unavailable("CUPTI recorded no probe kernel between the timestamps around it; %d device events"
+                               % len(events), CUPTI_SOURCE)
+        returned = self.returned_ns if self.returned_ns is not None else ended_ns
+        record = group_events(events, returned, self.call, (ended_ns - self.probe_after_ns) / 1e6, CUPTI_SOURCE)
+        record["profiler_start_s"] = round(self.start_seconds, 3)
+        record["library"] = self.library
+        if self.copy_reason:
+            record["memcpy_reason"] = self.copy_reason
+        return record
+
+
+def new_recorder(torch, call):
+    """(recorder, None) started, or (None, why not): CuptiRecorder first, torch.profiler's Recorder
+    when CUPTI cannot start (KFORGE_KERNEL_RECORDER=torch.profiler asks for it directly). The
+    reasons of both are given when neither starts."""
+    reasons = []
+    if os.environ.get("KFORGE_KERNEL_RECORDER", "") != "torch.profiler":
+        r = CuptiRecorder(torch, call)
+        why = r.start()
+        if why is None:
+            return r, None
+        reasons.append(why)
+    r = Recorder(torch, call)
+    why = r.start()
+    if why is None:
+        return r, None
+    reasons.append(why)
+    return None, "; ".join(reasons)
 
 
 def export_trace(prof):

@@ -2,9 +2,12 @@
 
 Run: python3 -m unittest kforge_kernels_test (from python/), or ctest -R PyKernelRecord.
 """
+import ctypes
+import os
 import unittest
 
-from kforge_kernels import CLOCK_SLACK_NS, MAX_RECORDS, KernelEvent, group_events, split_probe, trace_events
+from kforge_kernels import (CLOCK_SLACK_NS, MAX_RECORDS, CuptiRecorder, KernelEvent, cupti_candidates, decode_activity,
+                            group_events, new_recorder, split_probe, trace_events)
 
 MS = 1000000  # nanoseconds
 
@@ -125,6 +128,93 @@ class SplitProbeTest(unittest.TestCase):
         self.assertIsNone(probe)
         self.assertEqual(rest, events)
         self.assertIsNone(split_probe([], 0, CLOCK_SLACK_NS)[0])
+
+
+def record(fields, size=200):
+    """A fake CUPTI activity record: {offset: (ctype, value)} written into a zeroed buffer."""
+    b = ctypes.create_string_buffer(size)
+    for off, (t, v) in fields.items():
+        t.from_buffer(b, off).value = v
+    return b
+
+
+class DecodeActivityTest(unittest.TestCase):
+    """The offsets are CUpti_ActivityKernel10's and Memcpy6's / Memset4's, the ones
+    src/backend/cuda/cupti.h static_asserts against the CUDA headers."""
+
+    def test_given_a_kernel_record_it_reads_name_times_stream_and_graph(self):
+        name = ctypes.create_string_buffer(b"_Z9my_kernelPfi")
+        b = record({0: (ctypes.c_int32, 10), 16: (ctypes.c_uint64, 1000), 24: (ctypes.c_uint64, 2500),
+                    48: (ctypes.c_uint32, 13), 104: (ctypes.c_void_p, ctypes.addressof(name))})
+        e = decode_activity(ctypes.addressof(b))
+        self.assertEqual(e, KernelEvent("kernel", "_Z9my_kernelPfi", 1000, 2500, 13, False, 0))
+
+    def test_given_a_graph_node_id_the_kernel_is_a_graphs(self):
+        name = ctypes.create_string_buffer(b"k")
+        b = record({0: (ctypes.c_int32, 10), 104: (ctypes.c_void_p, ctypes.addressof(name)), 144: (ctypes.c_uint64, 77)})
+        self.assertTrue(decode_activity(ctypes.addressof(b)).graph)
+        b = record({0: (ctypes.c_int32, 10), 156: (ctypes.c_uint32, 3)})
+        e = decode_activity(ctypes.addressof(b))
+        self.assertTrue(e.graph)
+        self.assertEqual(e.name, "?")  # no name pointer
+
+    def test_given_copies_and_memsets_it_reads_their_bytes(self):
+        copy = record({0: (ctypes.c_int32, 1), 8: (ctypes.c_uint64, 4096), 16: (ctypes.c_uint64, 10),
+                       24: (ctypes.c_uint64, 30), 40: (ctypes.c_uint32, 7)})
+        self.assertEqual(decode_activity(ctypes.addressof(copy)), KernelEvent("memcpy", "", 10, 30, 7, False, 4096))
+        fill = record({0: (ctypes.c_int32, 2), 8: (ctypes.c_uint64, 64), 72: (ctypes.c_uint32, 1)})
+        e = decode_activity(ctypes.addressof(fill))
+        self.assertEqual((e.kind, e.nbytes, e.graph), ("memset", 64, True))
+
+    def test_given_another_kind_it_is_left_out(self):
+        self.assertIsNone(decode_activity(ctypes.addressof(record({0: (ctypes.c_int32, 5)}))))
+
+
+class CuptiCandidatesTest(unittest.TestCase):
+    def test_given_a_mapped_libcupti_it_comes_first_and_once(self):
+        maps = ("7f00-7f10 r-xp 00000000 08:01 1 /venv/nvidia/cu13/lib/libcupti.so.13\n"
+                "7f10-7f20 r--p 00010000 08:01 1 /venv/nvidia/cu13/lib/libcupti.so.13\n"
+                "7f20-7f30 r-xp 00000000 08:01 2 /usr/lib/libc.so.6\n"
+                "7f30-7f40 rw-p 00000000 00:00 0\n")
+        env = os.environ.pop("KFORGE_CUPTI", None)
+        try:
+            self.assertEqual(cupti_candidates(maps), ["/venv/nvidia/cu13/lib/libcupti.so.13"])
+            os.environ["KFORGE_CUPTI"] = "/opt/cupti/libcupti.so"
+            self.assertEqual(cupti_candidates(maps)[-1], "/opt/cupti/libcupti.so")
+        finally:
+            os.environ.pop("KFORGE_CUPTI", None)
+            if env is not None:
+                os.environ["KFORGE_CUPTI"] = env
+
+    def test_given_nothing_mapped_and_no_wheels_there_is_no_candidate(self):
+        env = os.environ.pop("KFORGE_CUPTI", None)
+        try:
+            self.assertEqual(cupti_candidates("", torch_dir="/nonexistent/torch"), [])
+        finally:
+            if env is not None:
+                os.environ["KFORGE_CUPTI"] = env
+
+
+class NoCuptiTest(unittest.TestCase):
+    """Without libcupti (this machine's Debian torch has none) the CUPTI recorder says so, and
+    new_recorder falls back to torch.profiler, whose failure is reported with both reasons."""
+
+    def test_given_no_libcupti_the_cupti_recorder_says_why_and_the_fallback_is_tried(self):
+        class NoTorch:
+            __file__ = "/nonexistent/torch/__init__.py"
+        env = os.environ.pop("KFORGE_CUPTI", None)
+        try:
+            r = CuptiRecorder(NoTorch(), "check set 0")
+            if any(os.path.basename(p).startswith("libcupti") for p in cupti_candidates()):
+                self.skipTest("this process has a libcupti")
+            self.assertIn("no libcupti", r.start())
+            recorder, why = new_recorder(NoTorch(), "check set 0")
+            self.assertIsNone(recorder)
+            self.assertIn("no libcupti", why)
+            self.assertIn("torch.profiler did not start", why)
+        finally:
+            if env is not None:
+                os.environ["KFORGE_CUPTI"] = env
 
 
 if __name__ == "__main__":

@@ -872,7 +872,7 @@ class Child:
         return reply, arrays
 
     def recorded_call(self, fn, call):
-        """timed_call under torch.profiler (kforge_kernels.py): (outputs, device_ms, the kernels
+        """timed_call under a kernel recorder (kforge_kernels.py: CUPTI, else torch.profiler): (outputs, device_ms, the kernels
         record). A profiler that cannot start or read back makes a record that says why; the
         call itself runs either way, and the candidate's own exception passes through."""
         if not self.device.cuda:
@@ -880,8 +880,7 @@ class Child:
             return outs, ms, kforge_kernels.unavailable(
                 "the device is the CPU (%s): torch.profiler's CUDA activity records device kernels only" % self.device.spec)
         clock = self.record_clock = Clock()
-        recorder = kforge_kernels.Recorder(self.torch, call)
-        why = recorder.start()
+        recorder, why = kforge_kernels.new_recorder(self.torch, call)
         clock.lap("kernel record start")
         if why is not None:
             outs, ms, _ = self.device.timed_call(fn)

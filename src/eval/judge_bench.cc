@@ -54,7 +54,17 @@ struct Judgement {
   json phases = json::object();  // the candidate job's worker phases (ms), where it reported them
   int runs = 0;                  // timed runs, and how well they pinned the median down
   double median_precision = 1;
+  double cv = 0;                 // per-set coefficient of variation (the other stopping rule)
 };
+
+// How the timed runs ended: the median's precision when it is known, and the spread. With fewer
+// than 6 runs per set (a CV stop at min_runs, two sets) the order-statistics interval is not
+// defined and the precision is reported as 1: said as unknown, not as +-100%.
+std::string TimingText(const Judgement& j) {
+  std::string median = j.median_precision < 1 ? fmt::format("median +-{:.1f}%", 100 * j.median_precision)
+                                              : std::string("median's interval unknown: under 6 runs per set");
+  return fmt::format("{} timed runs, cv {:.1f}%, {}", j.runs, 100 * j.cv, median);
+}
 
 Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalOptions& o, ProcessRunner& runner) {
   auto t0 = std::chrono::steady_clock::now();
@@ -67,7 +77,7 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   if (!v.correct()) j.status += " [" + (v.gate.empty() ? std::string("-") : v.gate) + "] " + v.message.substr(0, 240);
   j.stages = v.stages;
   j.phases = v.worker_phases;
-  if (v.timing) j.runs = v.timing->runs, j.median_precision = v.timing->median_precision;
+  if (v.timing) j.runs = v.timing->runs, j.median_precision = v.timing->median_precision, j.cv = v.timing->cv;
   return j;
 }
 
@@ -166,8 +176,7 @@ int Main(int argc, char** argv) {
   for (int i = 0; i < f.warm; ++i) {
     Result<Judgement> w = Judge(*p, candidate, o, *runner);
     if (!w.ok()) { fmt::print(stderr, "kforge_judge_bench: {}\n", w.status().message()); return 3; }
-    fmt::print("warm {:<3}  {:8.2f} s  {} ({} timed runs, median +-{:.1f}%){}\n", i + 1, w->seconds, w->status, w->runs,
-               100 * w->median_precision, StageText(w->stages, w->seconds));
+    fmt::print("warm {:<3}  {:8.2f} s  {} ({}){}\n", i + 1, w->seconds, w->status, TimingText(*w), StageText(w->stages, w->seconds));
     warm_s.push_back(w->seconds);
     warm.push_back(*w);
   }
