@@ -212,13 +212,47 @@ CUPTI_SOURCE = "cupti"
 BUFFER_BYTES = 1 << 20
 
 
+_demangler = None
+
+
+def demangle(name):
+    """A C++ kernel's name as torch.profiler showed it (`k(float*, int)`, `void at::native::...`):
+    __cxa_demangle of the libstdc++ every PyTorch process has loaded. Other names (Triton's, C
+    kernels') and names it cannot read come back unchanged."""
+    global _demangler
+    if not name.startswith("_Z"):
+        return name
+    if _demangler is None:
+        try:
+            f = getattr(ctypes.CDLL("libstdc++.so.6"), "__cxa_demangle")
+            f.restype = ctypes.c_void_p
+            f.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+            free = ctypes.CDLL(None).free
+            free.argtypes = [ctypes.c_void_p]
+            _demangler = (f, free)
+        except (OSError, AttributeError):
+            _demangler = False
+    if not _demangler:
+        return name
+    f, free = _demangler
+    status = ctypes.c_int(-1)
+    p = f(name.encode("utf-8", "replace"), None, None, ctypes.byref(status))
+    if not p:
+        return name
+    try:
+        return ctypes.string_at(p).decode("utf-8", "replace") if status.value == 0 else name
+    finally:
+        free(p)
+
+
 def decode_activity(address):
-    """The KernelEvent of the activity record at `address`, or None for a kind not recorded. A
-    kernel's name is CUPTI's (mangled for C++ kernels, as kforge-worker's record has it)."""
+    """The KernelEvent of the activity record at `address`, or None for a kind not recorded. C++
+    kernel names are demangled (demangle), as torch.profiler reported them; kforge-worker's
+    own record keeps them mangled, and the orchestrator's classifier reads both."""
     kind = ctypes.c_int32.from_address(address).value
     if kind == KIND_KERNEL:
         f = {k: t.from_address(address + off).value for k, (off, t) in KERNEL_FIELDS.items()}
-        name = ctypes.string_at(f["name"]).decode("utf-8", "replace") if f["name"] else "?"
+        name = demangle(ctypes.string_at(f["name"]).decode("utf-8", "replace")) if f["name"] else "?"
         return KernelEvent("kernel", name, f["start"], f["end"], f["stream"], bool(f["graph"] or f["graph_node"]), 0)
     if kind in (KIND_MEMCPY, KIND_MEMSET):
         f = {k: t.from_address(address + off).value for k, (off, t) in COPY_FIELDS.items()}

@@ -6,7 +6,7 @@ import ctypes
 import os
 import unittest
 
-from kforge_kernels import (CLOCK_SLACK_NS, MAX_RECORDS, CuptiRecorder, KernelEvent, cupti_candidates, decode_activity,
+from kforge_kernels import (CLOCK_SLACK_NS, MAX_RECORDS, CuptiRecorder, KernelEvent, cupti_candidates, decode_activity, demangle,
                             group_events, new_recorder, split_probe, trace_events)
 
 MS = 1000000  # nanoseconds
@@ -147,7 +147,16 @@ class DecodeActivityTest(unittest.TestCase):
         b = record({0: (ctypes.c_int32, 10), 16: (ctypes.c_uint64, 1000), 24: (ctypes.c_uint64, 2500),
                     48: (ctypes.c_uint32, 13), 104: (ctypes.c_void_p, ctypes.addressof(name))})
         e = decode_activity(ctypes.addressof(b))
-        self.assertEqual(e, KernelEvent("kernel", "_Z9my_kernelPfi", 1000, 2500, 13, False, 0))
+        self.assertEqual(e, KernelEvent("kernel", "my_kernel(float*, int)", 1000, 2500, 13, False, 0))
+
+    def test_given_mangled_names_they_read_as_the_profiler_showed_them(self):
+        self.assertEqual(demangle("_Z21gemm_mul_leaky_kernelPKfS0_S0_Pfiiiff"),
+                         "gemm_mul_leaky_kernel(float const*, float const*, float const*, float*, int, int, int, float, float)")
+        self.assertTrue(demangle("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_15binary_"
+                                 "internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_").startswith(
+                                     "void at::native::vectorized_elementwise_kernel<4, "))
+        self.assertEqual(demangle("gemm_epilogue"), "gemm_epilogue")  # Triton's: not C++
+        self.assertEqual(demangle("_Zgarbage"), "_Zgarbage")
 
     def test_given_a_graph_node_id_the_kernel_is_a_graphs(self):
         name = ctypes.create_string_buffer(b"k")
