@@ -123,6 +123,21 @@ def split_probe(events, before_ns, after_ns):
     return probe, events[1:]
 
 
+def exception_line(e):
+    """An exception as one short line: its type and the first line of its message."""
+    return "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+
+
+def bracket_probe(torch, stream, probe, now):
+    """Launches the probe (a one-element add) on its own stream and synchronizes: the clock `now`
+    read before and after, the window its device activity must lie in (split_probe)."""
+    before = now()
+    with torch.cuda.stream(stream):
+        probe.add_(1.0)
+    torch.cuda.synchronize()
+    return before, now()
+
+
 class Recorder:
     """torch.profiler (CUDA activity only: kernels, copies, and the runtime calls that launched
     them) around one call. start() before it, returned() the moment it returns (before the
@@ -156,15 +171,11 @@ class Recorder:
                 warnings.simplefilter("ignore")
                 self.prof.__enter__()
             self.start_seconds = time.perf_counter() - t0
-            self.probe_before_ns = time.time_ns()
-            with torch.cuda.stream(stream):
-                probe.add_(1.0)
-            torch.cuda.synchronize()
-            self.probe_after_ns = time.time_ns()
+            self.probe_before_ns, self.probe_after_ns = bracket_probe(torch, stream, probe, time.time_ns)
             return None
         except Exception as e:
             self.abandon()
-            return "torch.profiler did not start: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+            return "torch.profiler did not start: " + exception_line(e)
 
     def returned(self):
         self.returned_ns = time.time_ns()
@@ -186,7 +197,7 @@ class Recorder:
             prof.__exit__(None, None, None)
             trace = export_trace(prof)
         except Exception as e:
-            return unavailable("torch.profiler failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
+            return unavailable("torch.profiler failed: " + exception_line(e))
         events = trace_events(trace)
         probe, events = split_probe(events, self.probe_before_ns, self.probe_after_ns)
         if probe is None:
@@ -358,15 +369,11 @@ class CuptiRecorder:
                     self.copy_reason = "cuptiActivityEnable(%s) failed: CUPTI error %d" % (
                         "MEMCPY" if kind == KIND_MEMCPY else "MEMSET", rc)
             self.start_seconds = time.perf_counter() - t0
-            self.probe_before_ns = self.now()
-            with torch.cuda.stream(stream):
-                probe.add_(1.0)
-            torch.cuda.synchronize()
-            self.probe_after_ns = self.now()
+            self.probe_before_ns, self.probe_after_ns = bracket_probe(torch, stream, probe, self.now)
             return None
         except Exception as e:
             self.abandon()
-            return "CUPTI did not start: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+            return "CUPTI did not start: " + exception_line(e)
 
     def returned(self):
         self.returned_ns = self.now()
@@ -396,7 +403,7 @@ class CuptiRecorder:
             ended_ns = self.now()
             flushed = self._stop()
         except Exception as e:
-            return unavailable("CUPTI failed: %s: %s" % (type(e).__name__, str(e)[:300]), CUPTI_SOURCE)
+            return unavailable("CUPTI failed: " + exception_line(e), CUPTI_SOURCE)
         if flushed:
             return unavailable("cuptiActivityFlushAll failed: CUPTI error %d" % flushed, CUPTI_SOURCE)
         events = sorted(self.events, key=lambda e: e.start_ns)
