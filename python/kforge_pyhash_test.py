@@ -27,6 +27,7 @@ class HashTest(unittest.TestCase):
         kforge_pychild.tensor_hash = counting
         self.addCleanup(setattr, kforge_pychild, "tensor_hash", real)
         self.child = types.SimpleNamespace(hashes={}, hashed={})
+        self.child.hash_many = lambda ts: kforge_pychild.Child.hash_many(self.child, ts)
 
     def hash(self, t):
         return kforge_pychild.Child.hash(self.child, t)
@@ -56,6 +57,20 @@ class HashTest(unittest.TestCase):
         self.hash(torch.zeros(16))
         self.hash(torch.zeros(4, 4, dtype=torch.float64))
         self.assertEqual(self.calls, 3)
+
+    def test_many_tensors_at_once_each_distinct_value_hashed_once_in_order(self):
+        xs = [torch.randn(256, 64) for _ in range(5)]
+        weight = torch.nn.Linear(64, 64).weight
+        batch = [xs[0], weight.data, xs[1], weight.data, xs[2], xs[3].clone(), xs[3], xs[4], weight.data]
+        got = self.child.hash_many(batch)
+        self.assertEqual(got, [kforge_pychild.tensor_hash(t) for t in batch])
+        self.assertEqual(self.calls, 6 + len(batch))  # 6 distinct values; then the check's own calls
+        self.assertEqual(self.child.hash_many([xs[2].clone(), weight.data]), [got[4], got[1]])
+        self.assertEqual(self.calls, 6 + len(batch))  # nothing hashed again
+
+    def test_given_nothing_it_hashes_nothing(self):
+        self.assertEqual(self.child.hash_many([]), [])
+        self.assertEqual(self.calls, 0)
 
 
 if __name__ == "__main__":
