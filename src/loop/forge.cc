@@ -259,6 +259,22 @@ std::string ForgeRun::DeniedPattern(const AttemptRow& a) const {
   return "";
 }
 
+// The source an attempt gets when the model's answers held no code, asked twice (GenerateInto).
+constexpr char kNoCodeSource[] = "// kforge: the model returned no usable code twice\n";
+
+// Its verdict, given without a judgement: there is nothing to build or run, and a compile error
+// of a one-line comment would tell the model about the placeholder, not about its answers.
+Verdict NoCodeVerdict(const std::string& problem, const std::string& backend) {
+  Verdict v;
+  v.status = VerdictStatus::kCompileError;
+  v.gate = "no_code";
+  v.message = "the model's answers held no usable code (asked twice): nothing was built or judged; answer with the whole " +
+              backend + " kernel in one fenced code block";
+  v.problem = problem;
+  v.backend = backend;
+  return v;
+}
+
 Verdict ForgeRun::DeniedVerdict(const AttemptRow& a) const {
   Verdict v;
   v.status = VerdictStatus::kSuspicious;
@@ -297,7 +313,7 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   KF_RETURN_IF_ERROR(deps_.store->UpdateAttempt(a));
   // Only the models' candidates: the seed is the baseline, and the tuner's search must measure
   // every configuration it asks for (a default one may reproduce the seed's text exactly).
-  if (a.phase != "seed" && a.phase != "tune")
+  if (a.phase != "seed" && a.phase != "tune" && a.source != kNoCodeSource)
     if (const AttemptRow* same = SameSource(a)) return RecordDuplicate(a, *same, main);
   Progress(a.phase, a, "evaluating attempt " + std::to_string(a.number));
   const int64_t incumbent = best_ ? best_->number : -1;
@@ -305,7 +321,9 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   EvalOptions eo = options_.eval;
   eo.backend = options_.backend;
   if (a.phase == "tune") eo.baselines = false;
-  Result<Verdict> v = DeniedPattern(a).empty() ? Evaluate(problem_, main, eo, *deps_.runner) : Result<Verdict>(DeniedVerdict(a));
+  Result<Verdict> v = a.source == kNoCodeSource      ? Result<Verdict>(NoCodeVerdict(problem_.name, options_.backend))
+                      : DeniedPattern(a).empty() ? Evaluate(problem_, main, eo, *deps_.runner)
+                                                 : Result<Verdict>(DeniedVerdict(a));
   if (!v.ok()) return v.status();
   KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", Now() - t0}));
   a.seconds_json = AttemptSeconds(*v, Now() - t0, ready_at_.count(a.number) ? t0 - ready_at_[a.number] : 0).dump();
@@ -334,7 +352,7 @@ Status ForgeRun::BuildAhead(const std::vector<AttemptRow>& batch) {
   EvalOptions eo = options_.eval;
   eo.backend = options_.backend;
   for (const AttemptRow& a : batch) {
-    if (a.source.empty() || a.state != "generating") continue;  // abandoned (no answer)
+    if (a.source.empty() || a.source == kNoCodeSource || a.state != "generating") continue;  // abandoned, or nothing to build
     fs::path main;
     KF_RETURN_IF_ERROR(WriteFiles(a, &main));
     farm_->Submit(problem_, main, eo);
@@ -803,7 +821,7 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
     KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(task, {}));
     req = FitFollowUp(first, answer, c.ok() ? again : c.status().message(), options_.generator_prompt);
   }
-  a.source = "// kforge: the model returned no usable code twice\n";
+  a.source = kNoCodeSource;  // judged as NoCodeVerdict, without a worker
   return Status::Ok();
 }
 

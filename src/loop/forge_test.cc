@@ -500,6 +500,33 @@ TEST_F(ForgeLoopTest, GivenAnUnreadableAnalystAnswerItIsReaskedOnceAndTheSecondI
   ExpectCallsMatchServer(*w.store, s->run_id, server);
 }
 
+// A model whose two answers hold no code: nothing is built or judged (no worker, no compile
+// stage), the attempt is a compile_error of gate no_code, and the next prompt says what was
+// missing instead of showing a compiler's complaint about a placeholder.
+TEST_F(ForgeLoopTest, GivenTwoAnswersWithoutCodeNothingIsJudgedAndTheNextPromptSaysWhatWasMissing) {
+  ScriptedModelServer server(Protocol::kOpenAiChat, {"I would use a loop over the elements.", "As I said, one loop suffices.",
+                                                     CodeAnswer("slow.cc"), ReadAnswer("analyst.json"), CodeAnswer("fast.cc")});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("no-code");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  Result<ForgeSummary> s = StartRun(LoopOptions(c.model), deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].status, "compile_error");
+  json v = VerdictJson(attempts[0]);
+  EXPECT_EQ(v.value("gate", ""), "no_code") << v.dump();
+  EXPECT_TRUE(Contains(v.value("message", ""), "held no usable code")) << v.dump();
+  EXPECT_TRUE(v.value("stages", json::object()).empty()) << "judged: " << v.dump();
+  EXPECT_EQ(attempts[1].status, "correct");
+  std::vector<ScriptedModelServer::Exchange> ex = server.exchanges();
+  ASSERT_GE(ex.size(), 3u);
+  EXPECT_TRUE(Contains(ex[2].prompt, "held no usable code")) << ex[2].prompt;
+  EXPECT_FALSE(Contains(ex[2].prompt, "was not declared")) << ex[2].prompt;
+  ExpectCallsMatchServer(*w.store, s->run_id, server);
+}
+
 // Two unreadable analyst answers: the rules' recommendation is used, recorded as the rules'.
 TEST_F(ForgeLoopTest, GivenTwoUnreadableAnalystAnswersTheRulesRecommendationIsUsedAndSaysSo) {
   ScriptedModelServer server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), "no idea", "{\"broken\": ",
