@@ -621,14 +621,16 @@ class Child:
                     fresh.append(entry)
                 self.hashes[key] = (t, entry)
             slots.append(self.hashes[key][1])
+        def digest(entry):
+            return tensor_hash(entry[0])
         if len(fresh) > 1:
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(max_workers=min(8, len(fresh), os.cpu_count() or 1)) as pool:
-                for entry, digest in zip(fresh, pool.map(lambda e: tensor_hash(e[0]), fresh)):
-                    entry[1] = digest
-        for entry in fresh:
-            if entry[1] is None:
-                entry[1] = tensor_hash(entry[0])
+                digests = list(pool.map(digest, fresh))
+        else:
+            digests = [digest(entry) for entry in fresh]
+        for entry, d in zip(fresh, digests):
+            entry[1] = d
         return [entry[1] for entry in slots]
 
     def pristine(self, t):
@@ -761,10 +763,9 @@ class Child:
             self.sets[i] = RunInputs(inst.args, named, {}, inst.seed, inst)
         # Every set's regenerated inputs against the reference's hashes, hashed together.
         checked = [(s["input_hashes"], inst.tensor_inputs()) for s, inst in built if s.get("input_hashes")]
-        digests = self.hash_many([t for _, tensors in checked for _, _, t in tensors])
+        digests = iter(self.hash_many([t for _, tensors in checked for _, _, t in tensors]))
         for hashes, tensors in checked:
-            got = {n: d for (n, _, _), d in zip(tensors, digests)}
-            digests = digests[len(tensors):]
+            got = {n: next(digests) for n, _, _ in tensors}
             if got != hashes:
                 raise WorkerError("inputs", "regenerated inputs differ from the reference's (the problem's "
                                   "get_inputs is not deterministic under a fixed seed)")

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "base/files.h"
+#include "base/parallel.h"
 
 namespace kforge {
 
@@ -151,30 +151,20 @@ void GenerateBytesInto(const TensorShape& shape, const Distribution& dist, const
   const uint64_t state = Mix(KeyHash(key) ^ Mix(seed));  // the formula of inputs.h, shared with the Python worker
   const size_t n = static_cast<size_t>(shape.numel()), width = DTypeSize(shape.dtype);
   // In chunks of an even length (a normal pair never straddles two), so the temporary stays
-  // small; thread t of T takes chunks t, t + T, ... and joins before this returns.
+  // small; each thread takes the next chunk until none is left (ParallelFor) and keeps its
+  // temporary from chunk to chunk and call to call.
   constexpr size_t kChunk = 1 << 16;
   const size_t chunks = (n + kChunk - 1) / kChunk;
-  auto work = [&](size_t first, size_t step) {
-    std::vector<double> raw(std::min(n, kChunk));
-    for (size_t c = first; c < chunks; c += step) {
-      const size_t start = c * kChunk, count = std::min(kChunk, n - start);
-      Draw(dist, magnitude, state, start, count, raw.data());
-      FromDouble(shape.dtype, raw.data(), count, out + start * width);
-    }
-  };
-  const size_t threads = GeneratorThreads(chunks);
-  std::vector<std::thread> pool;
-  size_t started = 1;
-  for (; started < threads; ++started) {
-    try {
-      pool.emplace_back(work, started, threads);
-    } catch (const std::system_error&) {  // no thread to be had (a process limit): do it here
-      break;
-    }
-  }
-  for (size_t t = started; t < threads; ++t) work(t, threads);
-  work(0, threads);
-  for (std::thread& t : pool) t.join();
+  ParallelFor(
+      chunks,
+      [&](size_t c) {
+        thread_local std::vector<double> raw;
+        const size_t start = c * kChunk, count = std::min(kChunk, n - start);
+        raw.resize(count);
+        Draw(dist, magnitude, state, start, count, raw.data());
+        FromDouble(shape.dtype, raw.data(), count, out + start * width);
+      },
+      GeneratorThreads(chunks));
 }
 
 std::vector<double> HostTensor::Values() const {

@@ -118,7 +118,9 @@ class ForgeRun {
   Status EvaluateAttempt(AttemptRow& a);
   Status BuildAhead(const std::vector<AttemptRow>& batch);
   std::string DeniedPattern(const AttemptRow& a) const;
-  Verdict DeniedVerdict(const AttemptRow& a) const;
+  // A verdict given without running the judge.
+  Verdict UnjudgedVerdict(VerdictStatus status, const std::string& gate, const std::string& message) const;
+  Result<Verdict> Judge(const AttemptRow& a, const std::filesystem::path& main, const EvalOptions& eo) const;
   Status EnsureSeed();
   Status FinishPending();
   // `details`: keys added to the call's details_json (the profile images it carried).
@@ -262,27 +264,28 @@ std::string ForgeRun::DeniedPattern(const AttemptRow& a) const {
 // The source an attempt gets when the model's answers held no code, asked twice (GenerateInto).
 constexpr char kNoCodeSource[] = "// kforge: the model returned no usable code twice\n";
 
-// Its verdict, given without a judgement: there is nothing to build or run, and a compile error
-// of a one-line comment would tell the model about the placeholder, not about its answers.
-Verdict NoCodeVerdict(const std::string& problem, const std::string& backend) {
+Verdict ForgeRun::UnjudgedVerdict(VerdictStatus status, const std::string& gate, const std::string& message) const {
   Verdict v;
-  v.status = VerdictStatus::kCompileError;
-  v.gate = "no_code";
-  v.message = "the model's answers held no usable code (asked twice): nothing was built or judged; answer with the whole " +
-              backend + " kernel in one fenced code block";
-  v.problem = problem;
-  v.backend = backend;
-  return v;
-}
-
-Verdict ForgeRun::DeniedVerdict(const AttemptRow& a) const {
-  Verdict v;
-  v.status = VerdictStatus::kSuspicious;
-  v.gate = "deny";
-  v.message = "the candidate contains the denied pattern `" + DeniedPattern(a) + "` (kforge optimize --deny)";
+  v.status = status;
+  v.gate = gate;
+  v.message = message;
   v.problem = problem_.name;
   v.backend = options_.backend;
   return v;
+}
+
+// The verdict of attempt `a`, whose files are written (`main`): a judgement, except for an
+// attempt without code (nothing to build or run; a compile error of the one-line placeholder
+// would tell the model about the placeholder, not about its answers) and one holding a denied
+// pattern.
+Result<Verdict> ForgeRun::Judge(const AttemptRow& a, const fs::path& main, const EvalOptions& eo) const {
+  if (a.source == kNoCodeSource)
+    return UnjudgedVerdict(VerdictStatus::kCompileError, "no_code",
+                           "the model's answers held no usable code (asked twice): nothing was built or judged; answer with the whole " +
+                               options_.backend + " kernel in one fenced code block");
+  if (std::string denied = DeniedPattern(a); !denied.empty())
+    return UnjudgedVerdict(VerdictStatus::kSuspicious, "deny", "the candidate contains the denied pattern `" + denied + "` (kforge optimize --deny)");
+  return Evaluate(problem_, main, eo, *deps_.runner);
 }
 
 // Where an attempt's time went (store: attempts.seconds_json): queued after its answer, the
@@ -321,9 +324,7 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   EvalOptions eo = options_.eval;
   eo.backend = options_.backend;
   if (a.phase == "tune") eo.baselines = false;
-  Result<Verdict> v = a.source == kNoCodeSource      ? Result<Verdict>(NoCodeVerdict(problem_.name, options_.backend))
-                      : DeniedPattern(a).empty() ? Evaluate(problem_, main, eo, *deps_.runner)
-                                                 : Result<Verdict>(DeniedVerdict(a));
+  Result<Verdict> v = Judge(a, main, eo);
   if (!v.ok()) return v.status();
   KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", Now() - t0}));
   a.seconds_json = AttemptSeconds(*v, Now() - t0, ready_at_.count(a.number) ? t0 - ready_at_[a.number] : 0).dump();
@@ -821,7 +822,7 @@ Status ForgeRun::GenerateInto(AttemptRow& a, GenerationContext ctx) {
     KF_ASSIGN_OR_RETURN(std::string again, RenderPrompt(task, {}));
     req = FitFollowUp(first, answer, c.ok() ? again : c.status().message(), options_.generator_prompt);
   }
-  a.source = kNoCodeSource;  // judged as NoCodeVerdict, without a worker
+  a.source = kNoCodeSource;  // not judged: Judge gives its verdict
   return Status::Ok();
 }
 

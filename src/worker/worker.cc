@@ -112,6 +112,8 @@ class Child {
   Status Poison(int set, int which);
   LaunchArgs Args(int set) const;
   Result<std::vector<std::string>> HashInputs(int set);
+  // The shared region when set's outputs fit in it, else null (they go in the reply's blob).
+  char* SharedFor(int set) const;
   // Reads set's outputs back into the shared region (true) or, when it cannot hold them,
   // into `all` (false).
   Result<bool> ReadOutputs(int set, std::string* all);
@@ -342,12 +344,15 @@ Result<std::vector<std::string>> Child::HashInputs(int set) {
   return hashes;
 }
 
+char* Child::SharedFor(int set) const {
+  return shared_.data && OutputBytes(job_.sets[set]) <= shared_.bytes ? shared_.data : nullptr;
+}
+
 Result<bool> Child::ReadOutputs(int set, std::string* all) {
-  const size_t bytes = OutputBytes(job_.sets[set]);
-  const bool shared = shared_.data && bytes <= shared_.bytes;
-  char* to = shared_.data;
+  char* to = SharedFor(set);
+  const bool shared = to != nullptr;
   if (!shared) {
-    all->resize(bytes);
+    all->resize(OutputBytes(job_.sets[set]));
     to = all->data();
   }
   size_t offset = 0;
@@ -381,8 +386,7 @@ Result<json> Child::Check(int set, int which, const std::string& record, std::st
   if (kernels.ok()) reply["kernels"] = *kernels;
   // Each output is read back once with its guard bytes: the guard checked, the output sent.
   blob->clear();
-  const size_t bytes = OutputBytes(job_.sets[set]);
-  const bool shared = shared_.data && bytes <= shared_.bytes;
+  char* shared = SharedFor(set);
   size_t offset = 0;
   for (const LaunchTensor& out : sets_[set].outputs) {
     staging_.resize(out.shape.bytes() + kGuardBytes);
@@ -392,12 +396,12 @@ Result<json> Child::Check(int set, int which, const std::string& record, std::st
       if (!overrun.empty()) reply["overrun"] = overrun;
     }
     if (shared)
-      std::memcpy(shared_.data + offset, staging_.data(), out.shape.bytes());
+      std::memcpy(shared + offset, staging_.data(), out.shape.bytes());
     else
       blob->append(staging_.data(), out.shape.bytes());
     offset += out.shape.bytes();
   }
-  if (shared) reply["shared"] = bytes;
+  if (shared) reply["shared"] = OutputBytes(job_.sets[set]);
   return reply;
 }
 
