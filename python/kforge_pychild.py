@@ -135,7 +135,63 @@ def tensor_array(t):
 
 
 def tensor_hash(t):
+    """A digest of t's bytes: BLAKE2b of the host copy for a tensor on the CPU, device_digest
+    (computed where t lives, nothing copied) for one on an accelerator. The reference job and
+    the candidate's setup hash the same inputs on the same device, so the two kinds never meet."""
+    if t.device.type != "cpu":
+        return device_digest(t)
     return hashlib.blake2b(memoryview(tensor_array(t)).cast("B"), digest_size=8).hexdigest()
+
+
+def _signed64(x):
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+# splitmix64's finalizer: a bijection of 64-bit values, in int64 arithmetic that wraps.
+_MIX_1, _MIX_2 = _signed64(0xbf58476d1ce4e5b9), _signed64(0x94d049bb133111eb)
+_LANE_2 = _signed64(0x9e3779b97f4a7c15)
+DIGEST_CHUNK_WORDS = 1 << 24
+
+
+def _mix_(x):
+    """splitmix64's finalizer on an int64 tensor, in place; the right shifts are logical."""
+    x.bitwise_xor_((x >> 30) & ((1 << 34) - 1))
+    x.mul_(_MIX_1)
+    x.bitwise_xor_((x >> 27) & ((1 << 37) - 1))
+    x.mul_(_MIX_2)
+    x.bitwise_xor_((x >> 31) & ((1 << 33) - 1))
+    return x
+
+
+def device_digest(t):
+    """A 128-bit digest of t's bytes computed by PyTorch operations where t lives: each 32-bit
+    word w at position i becomes the 64-bit value (i << 32) | w, which a bijection (splitmix64's
+    finalizer) mixes, and the mixed values are summed modulo 2**64 in two lanes. A change of any
+    one word changes exactly one term, so it always changes the sums; unrelated contents collide
+    with a probability of about 2**-128. Not a cryptographic hash: it checks that trusted code
+    regenerated the same inputs (setup against the reference job), where nothing adversarial
+    runs yet. An 8192x8192 float32 weight is hashed on an H200 in milliseconds, against about a
+    second for its copy to the host and BLAKE2b."""
+    import torch
+    raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    nbytes = raw.numel()
+    if nbytes % 4:  # zero bytes to a whole word; the length is part of the digest
+        raw = torch.cat([raw, raw.new_zeros(4 - nbytes % 4)])
+    elif raw.storage_offset() % 4:  # a 16-bit view that starts mid-word
+        raw = raw.clone()
+    words = raw.view(torch.int32)
+    sums = [0, 0]
+    for start in range(0, words.numel(), DIGEST_CHUNK_WORDS):
+        w = words[start:start + DIGEST_CHUNK_WORDS].to(torch.int64) & 0xffffffff
+        x = torch.arange(start, start + w.numel(), dtype=torch.int64, device=w.device)
+        x.mul_(1 << 32)  # i << 32: positions repeat only past 16 GiB
+        x.bitwise_or_(w)
+        del w
+        y = _mix_(x.bitwise_xor(_LANE_2))
+        sums[1] = (sums[1] + int(y.sum())) % (1 << 64)
+        del y
+        sums[0] = (sums[0] + int(_mix_(x).sum())) % (1 << 64)
+    return "d%016x%016x%x" % (sums[0], sums[1], nbytes)
 
 
 def read_tensor(folder, desc, device):
@@ -607,7 +663,8 @@ class Child:
         access: hashing an 8192x8192 weight again per set (a copy to the host and 256 MB of
         BLAKE2b) cost 8.4 s of a judgement on an H200. The distinct values left are hashed on up
         to 8 threads at once (the copy to the host and hashlib both release the GIL): the nine
-        sets' inputs of a KernelBench GEMM took 1.3 s one after another."""
+        sets' inputs of a KernelBench GEMM took 1.3 s one after another. Values on an accelerator
+        are hashed there (device_digest), one after another."""
         fresh = []  # (tensor, its entry in self.hashed) of values not hashed yet
         slots = []
         for t in tensors:
@@ -623,6 +680,11 @@ class Child:
             slots.append(self.hashes[key][1])
         def digest(entry):
             return tensor_hash(entry[0])
+        on_host = [e for e in fresh if e[0].device.type == "cpu"]
+        for entry in fresh:  # device_digest: queued on the device's stream, no thread helps
+            if entry[0].device.type != "cpu":
+                entry[1] = digest(entry)
+        fresh = on_host
         if len(fresh) > 1:
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(max_workers=min(8, len(fresh), os.cpu_count() or 1)) as pool:

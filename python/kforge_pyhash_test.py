@@ -73,5 +73,138 @@ class HashTest(unittest.TestCase):
         self.assertEqual(self.calls, 0)
 
 
+def reference_digest(data, nbytes):
+    """device_digest's formula in plain Python integers, from the bytes: the test's own account
+    of what the torch operations must compute."""
+    m = (1 << 64) - 1
+
+    def mix(x):
+        x ^= x >> 30
+        x = (x * 0xbf58476d1ce4e5b9) & m
+        x ^= x >> 27
+        x = (x * 0x94d049bb133111eb) & m
+        return x ^ (x >> 31)
+    data = bytes(data) + bytes(-len(data) % 4)
+    s1 = s2 = 0
+    for i in range(len(data) // 4):
+        x = (i << 32) | int.from_bytes(data[4 * i:4 * i + 4], "little")
+        s1 = (s1 + mix(x)) & m
+        s2 = (s2 + mix(x ^ 0x9e3779b97f4a7c15)) & m
+    return "d%016x%016x%x" % (s1, s2, nbytes)
+
+
+@unittest.skipIf(torch is None, "no PyTorch in this interpreter (scripts/setup installs the worker's)")
+class DeviceDigestTest(unittest.TestCase):
+    """device_digest (the hash of tensors on an accelerator) run here on the CPU: the same torch
+    operations, so the same values."""
+
+    def digest(self, t):
+        return kforge_pychild.device_digest(t)
+
+    def test_the_torch_operations_compute_the_documented_formula(self):
+        for t in (torch.arange(-5, 7, dtype=torch.int32), torch.randn(37), torch.randn(5, dtype=torch.float64),
+                  torch.tensor([1.5, -2.0, 3.25], dtype=torch.float16)):
+            raw = t.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+            self.assertEqual(self.digest(t), reference_digest(raw, len(raw)), str(t.dtype))
+
+    def test_equal_contents_give_equal_digests_and_any_changed_word_a_different_one(self):
+        t = torch.randn(3000)
+        self.assertEqual(self.digest(t), self.digest(t.clone()))
+        seen = {self.digest(t)}
+        for i in (0, 1, 1499, 2999):
+            u = t.clone()
+            u[i] = torch.nextafter(u[i], torch.tensor(float("inf")))  # one bit of one word
+            seen.add(self.digest(u))
+        self.assertEqual(len(seen), 5)
+
+    def test_words_swapped_between_positions_change_the_digest(self):
+        t = torch.arange(100, dtype=torch.int32)
+        u = t.clone()
+        u[3], u[70] = t[70], t[3]
+        self.assertNotEqual(self.digest(t), self.digest(u))
+
+    def test_the_digest_does_not_depend_on_the_chunk_size(self):
+        t = torch.randn(10007)
+        whole = self.digest(t)
+        real = kforge_pychild.DIGEST_CHUNK_WORDS
+        self.addCleanup(setattr, kforge_pychild, "DIGEST_CHUNK_WORDS", real)
+        for chunk in (1, 1000, 4096):
+            kforge_pychild.DIGEST_CHUNK_WORDS = chunk
+            self.assertEqual(self.digest(t), whole, chunk)
+
+    def test_a_trailing_zero_half_word_is_not_the_padding(self):
+        a = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16)
+        b = torch.tensor([1.0, 2.0, 3.0, 0.0], dtype=torch.float16)
+        self.assertNotEqual(self.digest(a), self.digest(b))
+
+    def test_views_that_start_mid_word_and_strided_views_hash_their_own_values(self):
+        h = torch.arange(9, dtype=torch.float16)
+        self.assertEqual(self.digest(h[1:]), self.digest(h[1:].clone()))
+        m = torch.randn(6, 8)
+        self.assertEqual(self.digest(m.t()), self.digest(m.t().contiguous()))
+        self.assertNotEqual(self.digest(m.t()), self.digest(m))
+
+    def test_tensor_hash_keeps_blake2b_for_tensors_on_the_cpu(self):
+        t = torch.randn(64)
+        expect = hashlib.blake2b(t.numpy().tobytes(), digest_size=8).hexdigest()
+        self.assertEqual(kforge_pychild.tensor_hash(t), expect)
+
+
+
+@unittest.skipIf(torch is None, "no PyTorch in this interpreter (scripts/setup installs the worker's)")
+class OutputProbeTest(unittest.TestCase):
+    """The supervisor's scan of output bytes (kforge_pyworker.OutputProbe): pieces read off a
+    socket as Channel.read_blob hands them over, scanned on threads."""
+
+    def setUp(self):
+        import kforge_pyworker
+        self.w = kforge_pyworker
+        real = kforge_pychild.CHUNK
+        kforge_pychild.CHUNK = 4096  # several pieces per output
+        self.addCleanup(setattr, kforge_pychild, "CHUNK", real)
+
+    def probe(self, array, dtype, poison=None, keep=False):
+        import socket
+        import threading
+        a, b = socket.socketpair()
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        data = array.tobytes()
+        sender = threading.Thread(target=a.sendall, args=(data,))
+        sender.start()
+        p = self.w.OutputProbe(dtype, poison, keep)
+        kforge_pychild.Channel(b).read_blob(len(data), p)
+        sender.join()
+        return p
+
+    def test_counts_and_digest_cover_every_piece(self):
+        import numpy
+        x = numpy.arange(5000, dtype=numpy.float32)
+        x[[3, 2500, 4999]] = numpy.inf
+        bits = numpy.uint32(0x7fc0dead)
+        x.view(numpy.uint32)[[10, 4998]] = bits
+        p = self.probe(x, "float32", poison=0x7fc0dead, keep=True)
+        self.assertEqual(p.nbytes, x.nbytes)
+        self.assertEqual(p.nonfinite, 5)  # the two poisoned elements are NaNs
+        self.assertEqual(p.poisoned, 2)
+        self.assertEqual(b"".join(p.chunks), x.tobytes())
+        pieces = [hashlib.sha256(x.tobytes()[k:k + 4096]).digest() for k in range(0, x.nbytes, 4096)]
+        self.assertEqual(p.digest(), hashlib.sha256(b"".join(pieces)).hexdigest())
+
+    def test_equal_bytes_give_equal_digests_and_one_changed_element_another(self):
+        import numpy
+        x = numpy.random.default_rng(1).standard_normal(3000).astype(numpy.float64)
+        y = x.copy()
+        y[2999] = numpy.nextafter(y[2999], 10.0)
+        self.assertEqual(self.probe(x, "float64").digest(), self.probe(x.copy(), "float64").digest())
+        self.assertNotEqual(self.probe(x, "float64").digest(), self.probe(y, "float64").digest())
+
+    def test_sixteen_bit_floats_are_scanned_by_their_exponent(self):
+        import numpy
+        h = numpy.zeros(3000, dtype=numpy.uint16)
+        h[[0, 2999]] = 0x7c00  # +inf in float16
+        self.assertEqual(self.probe(h, "float16").nonfinite, 2)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -97,17 +97,46 @@ class Results:
 
 # --- The supervisor. -------------------------------------------------------------------------
 
+class Scanner:
+    """A thread pool for the supervisor's scans of output bytes: hashlib and numpy release the
+    GIL on large buffers, so the pieces of a 32 MiB output are hashed and scanned on several
+    cores while the next piece is still being read from the socket. Created on first use, in
+    the supervisor (after every fork)."""
+
+    pool = None
+
+    @classmethod
+    def submit(cls, fn, *args):
+        if cls.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            cls.pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))
+        return cls.pool.submit(fn, *args)
+
+
+def piece_digest(pieces):
+    """The digest of a blob from the SHA-256 of each of its CHUNK-byte pieces, in order (what
+    Channel.read_blob hands a sink): the same bytes give the same digest however they are
+    scanned. Used to tell outputs apart within one job; files keep their plain SHA-256."""
+    h = hashlib.sha256()
+    for d in pieces:
+        h.update(d)
+    return h.hexdigest()
+
+
 class OutputProbe:
-    """What the supervisor learns from one output's bytes as they arrive: their SHA-256, how many
-    elements are NaN/Inf and how many still hold the poison pattern; keeps them when asked."""
+    """What the supervisor learns from one output's bytes as they arrive: their digest
+    (piece_digest), how many elements are NaN/Inf and how many still hold the poison pattern;
+    keeps them when asked. Each piece is copied off the channel's buffer and scanned on the
+    Scanner's threads; reading the results waits for every piece."""
 
     def __init__(self, dtype, poison_bits, keep):
         import numpy
         self.np = numpy
         self.dtype, self.keep = dtype, keep
-        self.sha = hashlib.sha256()
-        self.nonfinite = self.poisoned = self.nbytes = 0
+        self.nbytes = 0
         self.chunks = []
+        self.pending = []
+        self.scanned = None
         width = ELEMENT_SIZE[dtype]
         self.view = {2: numpy.uint16, 4: numpy.uint32, 8: numpy.uint64}[width]
         self.exp = {"float32": 0x7f800000, "float64": 0x7ff0000000000000, "float16": 0x7c00,
@@ -119,22 +148,56 @@ class OutputProbe:
 
     def __call__(self, chunk):
         self.nbytes += len(chunk)
-        self.sha.update(chunk)
+        data = bytes(chunk)  # the channel reuses its buffer for the next piece
         if self.keep:
-            self.chunks.append(bytes(chunk))
+            self.chunks.append(data)
+        self.pending.append(Scanner.submit(self.scan, data))
+
+    def scan(self, data):
+        """(SHA-256, NaN/Inf count, poison count) of one piece."""
+        np = self.np
+        digest = hashlib.sha256(data).digest()
+        nonfinite = poisoned = 0
         if self.exp is None and self.poison is None:
-            return
-        a = self.np.frombuffer(chunk, dtype=self.view)
+            return digest, 0, 0
+        a = np.frombuffer(data, dtype=self.view)
         if self.floats is not None:
             f = a.view(self.floats)
-            self.nonfinite += f.size - int(self.np.count_nonzero(self.np.isfinite(f)))
+            nonfinite = f.size - int(np.count_nonzero(np.isfinite(f)))
         elif self.exp is not None:
-            self.nonfinite += int(self.np.count_nonzero((a & self.view(self.exp)) == self.view(self.exp)))
+            nonfinite = int(np.count_nonzero((a & self.view(self.exp)) == self.view(self.exp)))
         if self.poison is not None:
-            self.poisoned += int(self.np.count_nonzero(a == self.view(self.poison)))
+            poisoned = int(np.count_nonzero(a == self.view(self.poison)))
+        return digest, nonfinite, poisoned
+
+    def result(self):
+        if self.scanned is None:
+            parts = [f.result() for f in self.pending]
+            self.scanned = (piece_digest(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
+            self.pending = []
+        return self.scanned
+
+    @property
+    def nonfinite(self):
+        return self.result()[1]
+
+    @property
+    def poisoned(self):
+        return self.result()[2]
 
     def digest(self):
-        return self.sha.hexdigest()
+        return self.result()[0]
+
+
+class Tee:
+    """A sink that feeds every piece to each of its sinks."""
+
+    def __init__(self, *sinks):
+        self.sinks = sinks
+
+    def __call__(self, chunk):
+        for s in self.sinks:
+            s(chunk)
 
 
 class Supervisor:
@@ -451,8 +514,10 @@ class Supervisor:
                 for d, n_bytes in zip(expected, r["blobs"]):
                     name = "out_%d_%s_%s.bin" % (i, letter, d["name"])
                     sink = FileSink(self.folder, name)
-                    self.chan.read_blob(n_bytes, sink)
-                    digest = res.data["files"][name] = sink.close()
+                    probe = OutputProbe(d["dtype"], None, False)  # the digest timed outputs are compared by
+                    self.chan.read_blob(n_bytes, Tee(sink, probe))
+                    res.data["files"][name] = sink.close()
+                    digest = probe.digest()
                     self.check_digests.setdefault(d["name"], {}).setdefault(digest, "check run %d%s" % (i, letter))
                     self.checked.setdefault((i, d["name"]), set()).add(digest)
                 if r.get("overrun"):
@@ -506,6 +571,8 @@ class Supervisor:
             self.chan.read_blob(n, probe)
             probes.append((d["name"], probe))
         t4 = ns()
+        for _, probe in probes:  # no scan outlives the run: the next one's clock sees none
+            probe.result()
         return {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": (t1 - t0) / 1e6,
                 "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
                 "host_ms": float(done["host_ms"]), "probes": probes, "overrun": r.get("overrun"),

@@ -728,37 +728,47 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedRef
 // first mismatch is wrong_output (gate timed_output) naming the run. Native and Python jobs.
 bool Evaluation::CompareTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples,
                                      const std::vector<std::vector<std::vector<double>>>& refs, bool fresh) {
-  json checked = json::array();
-  for (size_t k = 0; k < samples.size(); ++k) {
-    const TimedSample& s = samples[k];
-    const size_t set = static_cast<size_t>(s.set);
-    const int r = s.run;
-    if (s.set < 0 || set >= trials_.size() || k >= refs.size()) {
+  for (const TimedSample& s : samples) {
+    if (s.set < 0 || static_cast<size_t>(s.set) >= trials_.size() || refs.size() < samples.size()) {
       Finish(VerdictStatus::kRuntimeError, "the worker reported a timed run of an unknown set");
       return false;
     }
+  }
+  // Every sampled output read back (its SHA-256 checked) and compared on all cores at once, as
+  // the check trials' are; the first mismatch in the runs' order decides.
+  std::vector<std::pair<size_t, size_t>> outputs;  // (sample, output)
+  for (size_t k = 0; k < samples.size(); ++k)
+    for (size_t o = 0; o < trials_[static_cast<size_t>(samples[k].set)].bound.outputs.size(); ++o) outputs.emplace_back(k, o);
+  std::vector<Comparison> compared(outputs.size());
+  ParallelFor(outputs.size(), [&](size_t i) {
+    const auto [k, o] = outputs[i];
+    const TimedSample& s = samples[k];
+    const TensorShape& shape = trials_[static_cast<size_t>(s.set)].bound.outputs[o];
+    auto file = s.files.find(shape.name);
+    Result<std::string> bytes = run.ReadOutput(file == s.files.end() ? std::string() : file->second);
+    Comparison& c = compared[i];
+    if (bytes.ok() && o < refs[k].size()) {
+      c = CompareOutput(shape, *bytes, refs[k][o], ToleranceFor(shape.dtype));
+    } else {
+      c.pass = false;
+      c.reason = bytes.ok() ? "missing from the worker" : bytes.status().message();
+    }
+  });
+  json checked = json::array();
+  for (size_t k = 0, i = 0; k < samples.size(); ++k) {
+    const TimedSample& s = samples[k];
     const uint64_t seed = fresh ? s.seed.value_or(0) : 0;
-    const std::string label = "timed run " + std::to_string(r) +
-                              (fresh ? " (fresh inputs, seed " + std::to_string(seed) + ")" : " (inputs of trial " + std::to_string(set) + ")");
-    const std::vector<std::vector<double>>& ref = refs[k];
-    for (size_t o = 0; o < trials_[set].bound.outputs.size(); ++o) {
-      const TensorShape& shape = trials_[set].bound.outputs[o];
-      auto file = s.files.find(shape.name);
-      Result<std::string> bytes = run.ReadOutput(file == s.files.end() ? std::string() : file->second);
-      Comparison c;
-      if (bytes.ok() && o < ref.size()) {
-        c = CompareOutput(shape, *bytes, ref[o], ToleranceFor(shape.dtype));
-      } else {
-        c.pass = false;
-        c.reason = bytes.ok() ? "missing from the worker" : bytes.status().message();
-      }
+    const std::string label = "timed run " + std::to_string(s.run) +
+                              (fresh ? " (fresh inputs, seed " + std::to_string(seed) + ")" : " (inputs of trial " + std::to_string(s.set) + ")");
+    for (const TensorShape& shape : trials_[static_cast<size_t>(s.set)].bound.outputs) {
+      const Comparison& c = compared[i++];
       if (!c.pass) {
-        verdict_.trials.push_back({{"timed_run", r}, {"seed", seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
+        verdict_.trials.push_back({{"timed_run", s.run}, {"seed", seed}, {"outputs", {{shape.name, ComparisonToJson(c)}}}, {"pass", false}});
         Finish(VerdictStatus::kWrongOutput, label + ": output '" + shape.name + "': " + c.reason, "timed_output");
         return false;
       }
     }
-    checked.push_back(r);
+    checked.push_back(s.run);
   }
   verdict_.fingerprint["timed_runs_checked"] = checked;
   return true;
@@ -1238,7 +1248,51 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
                               ", stage " + run.last_stage + "): " + ErrorMessage(run) +
                               "\n" + TailLines(run.process.err, 12, 3000));
   }
+  // Every file read back and its SHA-256 checked on all cores at once, before anything uses it
+  // (nine sets of an 8192-wide GEMM: one 256 MiB weight, nine inputs, nine float64 outputs).
+  // Sets share the files of equal inputs (a model's parameters): those are read once.
   std::map<std::string, std::shared_ptr<const std::string>> input_files;  // file -> its verified bytes
+  std::map<std::pair<size_t, size_t>, Result<std::vector<double>>> widened;  // (set, output) -> reference
+  if (status.ok()) {
+    std::vector<std::string> names;
+    std::vector<std::pair<size_t, size_t>> outs;
+    for (size_t t = 0; t < py_sets_.size(); ++t) {
+      for (const ReferenceInput& in : run.report.sets[t].inputs)
+        if (in.file && input_files.emplace(*in.file, nullptr).second) names.push_back(*in.file);
+      for (size_t o = 0; o < run.report.sets[t].outputs.size(); ++o) outs.emplace_back(t, o);
+    }
+    std::vector<Result<std::string>> read(names.size(), Status::Internal("not read"));
+    std::vector<Result<std::vector<double>>> refs(outs.size(), Status::Internal("not read"));
+    ParallelFor(names.size() + outs.size(), [&](size_t i) {
+      if (i < names.size()) {
+        read[i] = run.ReadOutput(names[i]);
+        return;
+      }
+      const ReferenceOutput& out = run.report.sets[outs[i - names.size()].first].outputs[outs[i - names.size()].second];
+      Result<DType> rdt = ParseDType(out.reference_dtype);
+      Result<std::string> bytes = run.ReadOutput(out.file);
+      Result<std::vector<double>>& r = refs[i - names.size()];
+      if (!rdt.ok()) { r = rdt.status(); return; }
+      if (!bytes.ok()) { r = bytes.status(); return; }
+      int64_t n = 1;
+      for (int64_t d : out.dims) n *= d;
+      if (n < 0 || bytes->size() != static_cast<size_t>(n) * DTypeSize(*rdt)) {
+        r = Status::Internal("reference output '" + out.name + "' has the wrong size");
+        return;
+      }
+      std::vector<double> v(static_cast<size_t>(n));
+      ToDouble(*rdt, bytes->data(), v.size(), v.data());
+      r = std::move(v);
+    });
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!read[i].ok()) {
+        if (status.ok()) status = read[i].status();
+        continue;
+      }
+      input_files[names[i]] = std::make_shared<const std::string>(std::move(*read[i]));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) widened.emplace(outs[i], std::move(refs[i]));
+  }
   described_ = problem_;
   described_.inputs.clear();
   described_.outputs.clear();
@@ -1259,31 +1313,20 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
       hashes[shape.name] = in.hash;
       if (t == 0) described_.inputs.push_back({shape.name, {}, *dt, {}});
       if (in.file) {
-        // Sets share the files of equal inputs (a model's parameters): read and verified once.
-        const std::string& file = *in.file;
-        auto it = input_files.find(file);
-        if (it == input_files.end()) {
-          Result<std::string> bytes = run.ReadOutput(file);
-          if (!bytes.ok()) { status = bytes.status(); break; }
-          it = input_files.emplace(file, std::make_shared<const std::string>(std::move(*bytes))).first;
-        }
-        trial.inputs.push_back(HostTensor{shape, it->second});
+        trial.inputs.push_back(HostTensor{shape, input_files.at(*in.file)});
       }
     }
-    for (const ReferenceOutput& out : d.outputs) {
+    for (size_t o = 0; o < d.outputs.size(); ++o) {
+      const ReferenceOutput& out = d.outputs[o];
       Result<DType> dt = ParseDType(out.dtype);
-      Result<DType> rdt = ParseDType(out.reference_dtype);
-      if (!dt.ok() || !rdt.ok()) { status = dt.ok() ? rdt.status() : dt.status(); break; }
+      if (!dt.ok()) { status = dt.status(); break; }
       TensorShape shape{out.name, *dt, out.dims};
       trial.bound.outputs.push_back(shape);
       if (t == 0) described_.outputs.push_back({shape.name, {}, *dt, {}});
       outputs.push_back({{"name", shape.name}, {"dtype", DTypeName(*dt)}, {"dims", shape.dims}});
-      Result<std::string> bytes = run.ReadOutput(out.file);
-      if (!bytes.ok()) { status = bytes.status(); break; }
-      std::vector<double> v(static_cast<size_t>(shape.numel()));
-      if (bytes->size() != v.size() * DTypeSize(*rdt)) { status = Status::Internal("reference output '" + shape.name + "' has the wrong size"); break; }
-      ToDouble(*rdt, bytes->data(), v.size(), v.data());
-      trial.reference.push_back(std::move(v));
+      Result<std::vector<double>>& v = widened.at({t, o});
+      if (!v.ok()) { status = v.status(); break; }
+      trial.reference.push_back(std::move(*v));
     }
     if (!status.ok()) break;
     for (const TensorShape& sh : trial.bound.inputs) trial.bound.bytes += static_cast<double>(sh.bytes());
@@ -1585,22 +1628,35 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedRef
   if (!run.finished() || run.report.error || run.report.sets.size() != samples.size())
     status = Status::Internal("the reference for the sampled timed runs failed (" + run.process.Describe() + ", stage " + run.last_stage +
                               "): " + ErrorMessage(run) + "\n" + TailLines(run.process.err, 12, 3000));
+  // Each sample's reference outputs read back (SHA-256 checked) and widened on all cores at once.
+  std::vector<std::pair<size_t, size_t>> outputs;  // (sample, output)
   for (size_t k = 0; status.ok() && k < samples.size(); ++k) {
-    const Trial& trial = trials_[samples[k].set];
-    const std::vector<ReferenceOutput>& outs = run.report.sets[k].outputs;
-    refs.emplace_back();
-    for (size_t o = 0; status.ok() && o < trial.bound.outputs.size() && o < outs.size(); ++o) {
-      Result<DType> rdt = ParseDType(outs[o].reference_dtype);
-      Result<std::string> bytes = run.ReadOutput(outs[o].file);
-      std::vector<double> v(static_cast<size_t>(trial.bound.outputs[o].numel()));
+    const size_t n = trials_[samples[k].set].bound.outputs.size();
+    if (run.report.sets[k].outputs.size() < n)
+      status = Status::Internal("the reference for a sampled timed run has " + std::to_string(run.report.sets[k].outputs.size()) +
+                                " outputs for " + std::to_string(n));
+    refs.emplace_back(n);
+    for (size_t o = 0; o < n; ++o) outputs.emplace_back(k, o);
+  }
+  std::vector<std::string> failed(outputs.size());
+  if (status.ok()) {
+    ParallelFor(outputs.size(), [&](size_t i) {
+      const auto [k, o] = outputs[i];
+      const TensorShape& shape = trials_[samples[k].set].bound.outputs[o];
+      const ReferenceOutput& out = run.report.sets[k].outputs[o];
+      Result<DType> rdt = ParseDType(out.reference_dtype);
+      Result<std::string> bytes = run.ReadOutput(out.file);
+      std::vector<double> v(static_cast<size_t>(shape.numel()));
       if (!rdt.ok() || !bytes.ok() || bytes->size() != v.size() * DTypeSize(*rdt)) {
-        status = Status::Internal("the reference for a sampled timed run has no usable output '" + trial.bound.outputs[o].name + "'");
-        break;
+        failed[i] = "the reference for a sampled timed run has no usable output '" + shape.name + "'";
+        return;
       }
       ToDouble(*rdt, bytes->data(), v.size(), v.data());
-      refs.back().push_back(std::move(v));
-    }
+      refs[k][o] = std::move(v);
+    });
   }
+  for (const std::string& f : failed)
+    if (status.ok() && !f.empty()) status = Status::Internal(f);
   Cleanup(run);
   Stage("timed_reference", t0);
   if (!status.ok()) return status;

@@ -35,6 +35,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <set>
 #include <utility>
 
 #include "backend/devices.h"
@@ -255,14 +256,28 @@ Result<json> Child::Alloc() {
   sets_.resize(job_.sets.size());
   json hashes = json::array();
   InputFiles files(job_, dir_, AllSets(job_));
+  // Sets whose inputs name the same file (a model's parameters, equal in every set) share its
+  // device buffer: uploaded once, hashed after every set's check as before, so a candidate that
+  // writes into it is caught at the first set that ran. Within one set, inputs never alias.
+  std::map<std::string, BufferId> by_file;
   for (size_t s = 0; s < job_.sets.size(); ++s) {
     const InputSet& in = job_.sets[s];
     SetBuffers& b = sets_[s];
     json set_hashes = json::array();
+    std::set<BufferId> in_set;
     for (const TensorFile& t : in.inputs) {
       KF_ASSIGN_OR_RETURN(auto bytes, files.Next(t, in.magnitude));
-      KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(std::max<size_t>(bytes.data->size(), 1)));
-      KF_RETURN_IF_ERROR(device_->Write(id, bytes.data->data(), bytes.data->size()));
+      const bool from_file = !t.file.empty() && !t.draw_seed;
+      auto held = from_file ? by_file.find(t.file) : by_file.end();
+      BufferId id;
+      if (held != by_file.end() && !in_set.contains(held->second)) {
+        id = held->second;
+      } else {
+        KF_ASSIGN_OR_RETURN(id, device_->Alloc(std::max<size_t>(bytes.data->size(), 1)));
+        KF_RETURN_IF_ERROR(device_->Write(id, bytes.data->data(), bytes.data->size()));
+        if (from_file && held == by_file.end()) by_file.emplace(t.file, id);
+      }
+      in_set.insert(id);
       b.inputs.push_back({t.shape, id});
       set_hashes.push_back(bytes.hash);
     }
@@ -504,7 +519,7 @@ class Supervisor {
   // in the error as it came; the orchestrator reads it as untrusted text.
   Status Fail(const std::string& stage, const std::string& message, const json& build_failure = json());
   Status Save() { return WriteFileAtomic(dir_ / "result.json", result_.dump(1)); }
-  Status WriteOutput(const std::string& name, const std::string& bytes);
+  Status WriteOutput(const std::string& name, const char* data, size_t bytes);
   int ChildThreads() const;
   Status Calibrate();
   Status Checks();
@@ -638,9 +653,9 @@ Status Supervisor::Fail(const std::string& stage, const std::string& message, co
   return Save();
 }
 
-Status Supervisor::WriteOutput(const std::string& name, const std::string& bytes) {
-  files_[name] = Sha256Hex(bytes);
-  return WriteFile(dir_ / name, bytes.data(), bytes.size());
+Status Supervisor::WriteOutput(const std::string& name, const char* data, size_t bytes) {
+  files_[name] = Sha256Hex(data, bytes);
+  return WriteFile(dir_ / name, data, bytes);
 }
 
 int Supervisor::ChildThreads() const {
@@ -682,6 +697,7 @@ Status Supervisor::Calibrate() {
 Status Supervisor::Checks() {
   result_["checks"] = json::array();
   const json& hashes = result_["input_hashes"];
+  double hash_ms = 0, files_ms = 0;
   for (int set : job_.checks) {
     json check = {{"set", set}};
     const InputSet& in = job_.sets[set];
@@ -701,20 +717,27 @@ Status Supervisor::Checks() {
       check[std::string("ms_") + tag] = m->head.value("device_ms", 0.0);
       if (!result_.contains("threads_after_first_run")) result_["threads_after_first_run"] = ChildThreads();
       if (m->head.contains("overrun")) check["overrun"] = m->head["overrun"];
+      const double f0 = NowMs();
       size_t offset = 0;
       for (const TensorFile& t : in.outputs) {
-        KF_RETURN_IF_ERROR(WriteOutput(CheckOutputFile(set, tag, t.shape.name), m->blob.substr(offset, t.shape.bytes())));
+        KF_RETURN_IF_ERROR(WriteOutput(CheckOutputFile(set, tag, t.shape.name), m->blob.data() + offset, t.shape.bytes()));
         offset += t.shape.bytes();
       }
+      files_ms += NowMs() - f0;
     }
+    const double h0 = NowMs();
     Result<Message> h = Call("check set " + std::to_string(set), {{"op", "hash_inputs"}, {"set", set}});
     if (!h.ok()) return Status::Ok();
+    hash_ms += NowMs() - h0;
     check["input_hashes_before"] = hashes.at(static_cast<size_t>(set));
     check["input_hashes_after"] = h->head["hashes"];
     result_["checks"].push_back(check);
     result_["threads_after_checks"] = ChildThreads();
     KF_RETURN_IF_ERROR(Save());
   }
+  // Of the checks phase: the inputs read back and hashed after each set, the output files.
+  result_["phases_ms"]["checks_hash_inputs"] = hash_ms;
+  result_["phases_ms"]["checks_output_files"] = files_ms;
   return Status::Ok();
 }
 
@@ -824,7 +847,7 @@ Status Supervisor::Timing() {
     size_t offset = 0;
     for (const TensorFile& t : job_.sets[s.set].outputs) {
       std::string name = TimedOutputFile(s.run, t.shape.name);
-      KF_RETURN_IF_ERROR(WriteOutput(name, s.outputs.substr(offset, t.shape.bytes())));
+      KF_RETURN_IF_ERROR(WriteOutput(name, s.outputs.data() + offset, t.shape.bytes()));
       files[t.shape.name] = name;
       offset += t.shape.bytes();
     }
