@@ -134,6 +134,17 @@ def tensor_array(t):
     return t.numpy()
 
 
+def tensor_into(region, offset, t):
+    """Copies t's bytes (as tensor_array has them: flat, row-major) into region at offset, from
+    the device straight into the shared pages; returns their count."""
+    import torch
+    src = t.detach().contiguous().reshape(-1)
+    n = src.numel() * src.element_size()
+    if n:
+        torch.frombuffer(region, dtype=torch.uint8, count=n, offset=offset).copy_(src.view(torch.uint8))
+    return n
+
+
 def tensor_hash(t):
     """A digest of t's bytes: BLAKE2b of the host copy for a tensor on the CPU, device_digest
     (computed where t lives, nothing copied) for one on an accelerator. The reference job and
@@ -614,6 +625,7 @@ class Child:
         self.pending = None     # the prepared timed run: (set, null, fn, clones, poison pattern)
         self.last = None        # its outputs, after go
         self.timed_changed = {}  # set index -> names of fresh inputs a timed run changed
+        self.region = None      # the supervisor's shared region for outputs (hand_over), if any
 
     def serve(self):
         while True:
@@ -956,8 +968,21 @@ class Child:
         reply["ms"] = ms
         if msg.get("after"):
             reply["input_hashes_after"] = self.input_states(inp.named)
+        return self.hand_over(reply, outs, self.spec["sets"][i]["outputs"])
+
+    def hand_over(self, reply, outs, expected):
+        """The outputs to the supervisor: written into its shared region when they fit (the
+        reply's "shared" is their byte count, and no blob follows), else as blobs."""
+        sizes = [t.numel() * t.element_size() for t in outs]
+        if self.region is not None and sum(sizes) <= len(self.region):
+            offset = 0
+            for t in outs:
+                offset += tensor_into(self.region, offset, t)
+            reply["shared"] = offset
+            reply["outputs"] = [{"name": d["name"], "nbytes": n} for d, n in zip(expected, sizes)]
+            return reply, ()
         arrays = [tensor_array(t) for t in outs]
-        reply["outputs"] = [{"name": d["name"], "nbytes": a.nbytes} for d, a in zip(self.spec["sets"][i]["outputs"], arrays)]
+        reply["outputs"] = [{"name": d["name"], "nbytes": a.nbytes} for d, a in zip(expected, arrays)]
         return reply, arrays
 
     def recorded_call(self, fn, call):
@@ -1066,9 +1091,7 @@ class Child:
                  "inputs_changed": [n for n, t, c in clones if not same_bits(t, c)]}
         self.timed_changed.setdefault(j, set()).update(reply["inputs_changed"])
         self.pending = self.last = None
-        arrays = [tensor_array(t) for t in outs]
-        reply["outputs"] = [{"name": d["name"], "nbytes": a.nbytes} for d, a in zip(expected, arrays)]
-        return reply, arrays
+        return self.hand_over(reply, outs, expected)
 
     def cmd_timing_end(self, msg):
         """Input states of the timed sets after the timed runs: parameters against their copies,
@@ -1122,7 +1145,7 @@ def copy_parameters(reference, candidate):
             (", ".join(sorted(cand)) or "empty", ", ".join(sorted(ref)) or "empty", MODEL_SEED))
 
 
-def child_main(spec, folder, sock, out_fd, supervisor):
+def child_main(spec, folder, sock, out_fd, supervisor, region=None):
     """The child's whole life: its own process group, killed with the supervisor, stdout and
     stderr on the supervisor's pipe (no copy of the supervisor's own), the channel on fd 3 and no
     other descriptor; then it serves commands until it is killed."""
@@ -1140,7 +1163,9 @@ def child_main(spec, folder, sock, out_fd, supervisor):
             os.dup2(fd, 3)  # the old descriptor goes with the rest
         os.closerange(4, os.sysconf("SC_OPEN_MAX"))
         chan = Channel(socket.socket(fileno=3))
-        Child(spec, folder, chan).serve()
+        child = Child(spec, folder, chan)
+        child.region = region
+        child.serve()
     except ChildGone:
         pass
     except BaseException:

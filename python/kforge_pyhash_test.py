@@ -206,5 +206,55 @@ class OutputProbeTest(unittest.TestCase):
         self.assertEqual(self.probe(h, "float16").nonfinite, 2)
 
 
+
+class SharedHandOverTest(unittest.TestCase):
+    """Outputs the child wrote into the supervisor's shared region (kforge_pyworker's
+    expect_outputs and feed_outputs, on a stand-in supervisor)."""
+
+    def setUp(self):
+        import mmap
+        import kforge_pyworker
+        self.w = kforge_pyworker
+        self.sup = types.SimpleNamespace(region=mmap.mmap(-1, 64, flags=mmap.MAP_SHARED), chan=None)
+        self.expected = [{"name": "y", "dtype": "float32", "dims": [4]}, {"name": "z", "dtype": "int64", "dims": [2]}]
+
+    def feed(self, reply, sinks):
+        return self.w.Supervisor.feed_outputs(self.sup, reply, self.expected, sinks)
+
+    def expect(self, reply):
+        self.sup.expect_outputs = lambda r, e: self.w.Supervisor.expect_outputs(self.sup, r, e)
+        return self.w.Supervisor.expect_outputs(self.sup, reply, self.expected)
+
+    def test_the_sinks_get_the_supervisors_copy_made_before_they_look(self):
+        self.sup.region[:32] = bytes(range(32))
+        reply = {"shared": 32, "outputs": [{"name": "y", "nbytes": 16}, {"name": "z", "nbytes": 16}]}
+        got = [[], []]
+        region = self.sup.region
+
+        def first(piece):  # the child writes again while the supervisor scans: too late
+            region[:32] = bytes(32)
+            got[0].append(bytes(piece))
+        self.sup.expect_outputs = lambda r, e: self.w.Supervisor.expect_outputs(self.sup, r, e)
+        self.feed(reply, [first, lambda p: got[1].append(bytes(p))])
+        self.assertEqual(b"".join(got[0]), bytes(range(16)))
+        self.assertEqual(b"".join(got[1]), bytes(range(16, 32)))
+
+    def test_outputs_in_a_region_it_was_not_given_break_the_protocol(self):
+        self.sup.region = None
+        with self.assertRaises(kforge_pychild.WorkerError):
+            self.expect({"shared": 32, "outputs": [{"name": "y", "nbytes": 16}, {"name": "z", "nbytes": 16}]})
+
+    def test_a_byte_count_that_is_not_the_outputs_breaks_the_protocol(self):
+        with self.assertRaises(kforge_pychild.WorkerError):
+            self.expect({"shared": 48, "outputs": [{"name": "y", "nbytes": 16}, {"name": "z", "nbytes": 16}]})
+        with self.assertRaises(kforge_pychild.WorkerError):
+            self.expect({"shared": 32, "blobs": [16, 16], "outputs": [{"name": "y", "nbytes": 16}, {"name": "z", "nbytes": 16}]})
+
+    def test_outputs_of_the_wrong_size_are_refused(self):
+        with self.assertRaises(kforge_pychild.WorkerError):
+            self.expect({"shared": 24, "outputs": [{"name": "y", "nbytes": 8}, {"name": "z", "nbytes": 16}]})
+        self.assertEqual(self.expect({"shared": 32, "outputs": [{"name": "y", "nbytes": 16}, {"name": "z", "nbytes": 16}]}), [16, 16])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -20,6 +20,7 @@ import ctypes
 import hashlib
 import json
 import math
+import mmap
 import os
 import re
 import secrets
@@ -33,7 +34,7 @@ import threading
 import time
 import traceback
 
-from kforge_pychild import ELEMENT_SIZE, POISON, Channel, ChildGone, WorkerError, child_main, thread_count
+from kforge_pychild import CHUNK, ELEMENT_SIZE, POISON, Channel, ChildGone, WorkerError, child_main, thread_count
 
 STDERR_TAG = "kforge-worker: "
 NULL_RUNS = 20  # calibration runs of the command path before the candidate loads (at most)
@@ -97,6 +98,14 @@ class Results:
 
 # --- The supervisor. -------------------------------------------------------------------------
 
+def output_bytes(desc):
+    """The byte size of an output as the job describes it (dtype, dims)."""
+    n = ELEMENT_SIZE[desc["dtype"]]
+    for x in desc["dims"]:
+        n *= x
+    return n
+
+
 class Scanner:
     """A thread pool for the supervisor's scans of output bytes: hashlib and numpy release the
     GIL on large buffers, so the pieces of a 32 MiB output are hashed and scanned on several
@@ -148,7 +157,9 @@ class OutputProbe:
 
     def __call__(self, chunk):
         self.nbytes += len(chunk)
-        data = bytes(chunk)  # the channel reuses its buffer for the next piece
+        # The channel reuses its buffer for the next piece; a piece of the supervisor's own
+        # copy (read-only) is kept as it is.
+        data = chunk if isinstance(chunk, memoryview) and chunk.readonly else bytes(chunk)
         if self.keep:
             self.chunks.append(data)
         self.pending.append(Scanner.submit(self.scan, data))
@@ -211,6 +222,7 @@ class Supervisor:
         self.current = ("start", self.started)
         self.lock_handle = None
         self.samples = []   # reservoir of timed runs whose outputs become files, kept until the end
+        self.region = None  # shared pages for the child's outputs (shared_region)
         self.output_tail = bytearray()
         self.output_total = 0
         self.flooded = False
@@ -250,6 +262,7 @@ class Supervisor:
             raise WorkerError("worker", "prctl(PR_SET_DUMPABLE, 0) failed: errno %d" % ctypes.get_errno())
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
+        self.region = self.shared_region()
         sys.stdout.flush()
         sys.stderr.flush()
         me = os.getpid()
@@ -257,7 +270,7 @@ class Supervisor:
         if pid == 0:
             ours.close()
             os.close(out_r)
-            child_main(self.spec, self.folder, theirs, out_w, me)
+            child_main(self.spec, self.folder, theirs, out_w, me, self.region)
         theirs.close()
         os.close(out_w)
         self.pid = pid
@@ -268,6 +281,38 @@ class Supervisor:
         self.chan = Channel(ours)
         self.drain = threading.Thread(target=self.drain_output, args=(out_r,), daemon=True)
         self.drain.start()
+
+    def shared_region(self):
+        """Shared pages the child hands its outputs over in (kforge-worker's hand-over too): as
+        large as the largest set's outputs, mapped before the fork. None for jobs whose outputs
+        are not known yet (a standby reference) or when the mapping fails: blobs then."""
+        if self.spec.get("await_sets") or self.spec.get("mode") == "reference":
+            return None
+        largest = 0
+        for s in self.spec.get("sets", []):
+            largest = max(largest, sum(output_bytes(d) for d in s.get("outputs", [])))
+        if largest == 0:
+            return None
+        try:
+            return mmap.mmap(-1, largest, flags=mmap.MAP_SHARED)
+        except (OSError, ValueError):
+            return None
+
+    def feed_outputs(self, r, expected, sinks):
+        """Each output of reply r to its sink, in CHUNK-byte pieces, after expect_outputs: off
+        the channel, or from the shared region, copied out once before anything looks at the
+        bytes (the child can write there at any time; what is checked is the copy)."""
+        sizes = self.expect_outputs(r, expected)
+        if "shared" not in r:
+            for n, sink in zip(sizes, sinks):
+                self.chan.read_blob(n, sink)
+            return
+        data = bytes(memoryview(self.region)[:sum(sizes)])
+        view, offset = memoryview(data), 0
+        for n, sink in zip(sizes, sinks):
+            for k in range(0, n, CHUNK):
+                sink(view[offset + k:offset + min(n, k + CHUNK)])
+            offset += n
 
     def drain_output(self, fd):
         """Keeps the tail of the child's stdout and stderr; a flood kills the child."""
@@ -510,12 +555,11 @@ class Supervisor:
                     res.data["kernels"] = kernels_record(r.get("kernels"))
                     self.child_seconds(r)
                 expected = self.spec["sets"][i]["outputs"]
-                self.expect_outputs(r, expected)
-                for d, n_bytes in zip(expected, r["blobs"]):
-                    name = "out_%d_%s_%s.bin" % (i, letter, d["name"])
-                    sink = FileSink(self.folder, name)
-                    probe = OutputProbe(d["dtype"], None, False)  # the digest timed outputs are compared by
-                    self.chan.read_blob(n_bytes, Tee(sink, probe))
+                names = ["out_%d_%s_%s.bin" % (i, letter, d["name"]) for d in expected]
+                files = [FileSink(self.folder, name) for name in names]
+                probes = [OutputProbe(d["dtype"], None, False) for d in expected]  # the digest timed outputs are compared by
+                self.feed_outputs(r, expected, [Tee(f, p) for f, p in zip(files, probes)])
+                for d, name, sink, probe in zip(expected, names, files, probes):
                     res.data["files"][name] = sink.close()
                     digest = probe.digest()
                     self.check_digests.setdefault(d["name"], {}).setdefault(digest, "check run %d%s" % (i, letter))
@@ -535,18 +579,25 @@ class Supervisor:
 
     def expect_outputs(self, r, expected):
         """The child's outputs must be the expected ones, byte for byte in size (a trusted check
-        of what the child's own shape check said)."""
+        of what the child's own shape check said); returns their sizes. Outputs in the shared
+        region ("shared": the byte count) must fill exactly the start of it, with no blob."""
         got = r.get("outputs", [])
-        sizes = r.get("blobs", [])
+        shared = "shared" in r
+        if shared and (self.region is None or "blobs" in r or not isinstance(got, list) or
+                       any(not isinstance(g, dict) or not isinstance(g.get("nbytes"), int) for g in got)):
+            raise WorkerError("run", "the child broke the protocol: outputs in a shared region it was not given, or with blobs")
+        sizes = [g["nbytes"] for g in got] if shared else r.get("blobs", [])
         if len(got) != len(expected) or len(sizes) != len(expected):
             raise WorkerError("check", "returned %d outputs; the reference returns %d" % (len(got), len(expected)))
         for g, d, n in zip(got, expected, sizes):
-            want = ELEMENT_SIZE[d["dtype"]]
-            for x in d["dims"]:
-                want *= x
+            want = output_bytes(d)
             if g.get("name") != d["name"] or n != want or g.get("nbytes") != n:
                 raise WorkerError("check", "output '%s' arrived as %d bytes; the reference's %s %s has %d" % (
                     d["name"], n, d["dtype"], d["dims"], want))
+        if shared and (r["shared"] != sum(sizes) or sum(sizes) > len(self.region)):
+            raise WorkerError("run", "the child broke the protocol: %r bytes in the shared region for outputs of %d"
+                              % (r["shared"], sum(sizes)))
+        return sizes
 
     # Timing.
     def one_run(self, j, seed, null, keep=False, flush=True, poison=0):
@@ -563,13 +614,9 @@ class Supervisor:
         t3 = ns()
         r = self.call({"cmd": "collect"})
         expected = self.spec["sets"][j]["outputs"]
-        self.expect_outputs(r, expected)
         kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
-        probes = []
-        for d, n in zip(expected, r["blobs"]):
-            probe = OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)
-            self.chan.read_blob(n, probe)
-            probes.append((d["name"], probe))
+        probes = [(d["name"], OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)) for d in expected]
+        self.feed_outputs(r, expected, [p for _, p in probes])
         t4 = ns()
         for _, probe in probes:  # no scan outlives the run: the next one's clock sees none
             probe.result()
