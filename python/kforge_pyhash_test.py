@@ -256,5 +256,43 @@ class SharedHandOverTest(unittest.TestCase):
         self.assertEqual(self.expect({"shared": 32, "outputs": [{"name": "y", "nbytes": 16}, {"name": "z", "nbytes": 16}]}), [16, 16])
 
 
+
+class FileSinkTest(unittest.TestCase):
+    """The digest the Python worker names its files by (FileSink) is PieceDigestHex's: the
+    SHA-256 of the SHA-256 of each 8 MiB piece (src/base/files_test.cc checks the C++ side)."""
+
+    def digest_by_definition(self, data):
+        import kforge_pyworker
+        piece = kforge_pyworker.PIECE
+        return hashlib.sha256(b"".join(hashlib.sha256(data[k:k + piece]).digest()
+                                       for k in range(0, len(data), piece))).hexdigest()
+
+    def write(self, data, sizes):
+        import tempfile
+        import kforge_pyworker
+        folder = tempfile.mkdtemp()
+        sink = kforge_pyworker.FileSink(folder, "out.bin")
+        at = 0
+        for n in sizes:
+            sink(memoryview(data[at:at + n]))
+            at += n
+        sink(memoryview(data[at:]))
+        digest = sink.close()
+        with open(folder + "/out.bin", "rb") as f:
+            self.assertEqual(f.read(), data)
+        return digest
+
+    def test_the_digest_does_not_depend_on_how_the_bytes_arrive(self):
+        import kforge_pyworker
+        piece = kforge_pyworker.PIECE
+        import random
+        data = random.Random(7).randbytes(2 * piece + 12345)
+        want = self.digest_by_definition(data)
+        self.assertEqual(self.write(data, [piece, piece]), want)   # read_blob's pieces
+        self.assertEqual(self.write(data, [1000, piece, 77]), want)  # anything else
+        self.assertEqual(self.write(b"", []), hashlib.sha256(b"").hexdigest())
+        self.assertEqual(self.write(data[:piece], []), self.digest_by_definition(data[:piece]))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -37,6 +37,7 @@ import traceback
 from kforge_pychild import CHUNK, ELEMENT_SIZE, POISON, Channel, ChildGone, WorkerError, child_main, thread_count
 
 STDERR_TAG = "kforge-worker: "
+PIECE = CHUNK  # bytes per piece of a file's digest (kDigestPieceBytes in src/base/files.h)
 NULL_RUNS = 20  # calibration runs of the command path before the candidate loads (at most)
 FLUSH_EVERY = 4  # null runs flush the cache in every FLUSH_EVERY-th run only
 PR_SET_DUMPABLE = 4
@@ -53,7 +54,8 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 class FileSink:
     """Streams bytes into <folder>/<name> through a fresh temporary file (O_EXCL, random name,
     so nothing prepared in the folder can redirect the write); close() renames it into place and
-    returns the SHA-256 of what was written."""
+    returns the file's digest (piece_digest: the SHA-256 of each PIECE-byte piece, hashed on the
+    Scanner's threads as the bytes arrive; kforge's PieceDigestHex)."""
 
     def __init__(self, folder, name):
         if not SAFE_NAME.match(name) or name in ("result.json", "job.json"):
@@ -61,16 +63,28 @@ class FileSink:
         self.path = os.path.join(folder, name)
         fd, self.tmp = tempfile.mkstemp(dir=folder, prefix=".kf-")
         self.f = os.fdopen(fd, "wb")
-        self.sha = hashlib.sha256()
+        self.partial = bytearray()  # the start of the next piece
+        self.pieces = []            # futures of the pieces' SHA-256
 
     def __call__(self, chunk):
-        self.sha.update(chunk)
         self.f.write(chunk)
+        view = memoryview(chunk).cast("B")
+        if not self.partial and len(view) == PIECE:  # a whole piece as it came (read_blob's)
+            data = view if view.readonly else bytes(view)
+            self.pieces.append(Scanner.submit(lambda d: hashlib.sha256(d).digest(), data))
+            return
+        self.partial += view
+        while len(self.partial) >= PIECE:
+            data = bytes(self.partial[:PIECE])
+            del self.partial[:PIECE]
+            self.pieces.append(Scanner.submit(lambda d: hashlib.sha256(d).digest(), data))
 
     def close(self):
         self.f.close()
+        if self.partial:
+            self.pieces.append(Scanner.submit(lambda d: hashlib.sha256(d).digest(), bytes(self.partial)))
         os.replace(self.tmp, self.path)
-        return self.sha.hexdigest()
+        return piece_digest(f.result() for f in self.pieces)
 
 
 class Results:
@@ -123,9 +137,10 @@ class Scanner:
 
 
 def piece_digest(pieces):
-    """The digest of a blob from the SHA-256 of each of its CHUNK-byte pieces, in order (what
-    Channel.read_blob hands a sink): the same bytes give the same digest however they are
-    scanned. Used to tell outputs apart within one job; files keep their plain SHA-256."""
+    """The digest of a blob from the SHA-256 of each of its PIECE-byte pieces, in order: the
+    SHA-256 of their concatenation (of nothing for an empty blob). Files are named by it
+    (FileSink, and PieceDigestHex on the C++ side), and outputs are told apart by it (OutputProbe,
+    whose pieces are the CHUNK-byte ones Channel.read_blob hands over: PIECE bytes)."""
     h = hashlib.sha256()
     for d in pieces:
         h.update(d)

@@ -1,4 +1,5 @@
 #include "base/files.h"
+#include "base/parallel.h"
 #include "kforge/source_dir.h"
 
 #include <openssl/evp.h>
@@ -91,6 +92,17 @@ std::string Sha256Hex(const void* data, size_t bytes) {
     out += kHex[digest[i] & 15];
   }
   return out;
+}
+
+std::string PieceDigestHex(const void* data, size_t bytes) {
+  const size_t pieces = (bytes + kDigestPieceBytes - 1) / kDigestPieceBytes;
+  std::string digests(pieces * 32, '\0');
+  ParallelFor(pieces, [&](size_t k) {
+    const size_t begin = k * kDigestPieceBytes, n = std::min(kDigestPieceBytes, bytes - begin);
+    unsigned int len = 0;
+    EVP_Digest(static_cast<const char*>(data) + begin, n, reinterpret_cast<unsigned char*>(&digests[k * 32]), &len, EVP_sha256(), nullptr);
+  });
+  return Sha256Hex(digests);
 }
 
 std::string Hash128Hex(const std::string& s) {

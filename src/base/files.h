@@ -26,6 +26,13 @@ std::string Hash128Hex(const std::string& s);
 // files), where the fast non-cryptographic hashes above are not enough.
 std::string Sha256Hex(const void* data, size_t bytes);
 inline std::string Sha256Hex(const std::string& s) { return Sha256Hex(s.data(), s.size()); }
+// The digest of an output file in a worker's job folder (result.json's "files"), from both
+// workers: SHA-256 over the SHA-256 of each kDigestPieceBytes piece of the bytes, in order (of
+// nothing when there are none), the pieces hashed on all cores. As hard to forge as SHA-256; a
+// 64 MiB output hashes in a few milliseconds on a many-core host instead of 40.
+inline constexpr size_t kDigestPieceBytes = size_t{8} << 20;
+std::string PieceDigestHex(const void* data, size_t bytes);
+inline std::string PieceDigestHex(const std::string& s) { return PieceDigestHex(s.data(), s.size()); }
 
 // A fresh directory under $TMPDIR (or /tmp): kforge-<tag>-XXXXXX.
 Result<std::filesystem::path> MakeTempDir(const std::string& tag);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,34 @@ class FilesTest : public ::testing::Test {
 };
 
 // Sizes around the read's buffer: empty, one byte, a page, and a tensor's worth.
+// PieceDigestHex by its definition, from whole-buffer SHA-256s of the pieces (the Python worker's
+// FileSink must agree: kforge_pyhash_test.py checks the same definition there).
+std::string DigestByDefinition(const std::string& bytes) {
+  std::string concatenated;
+  for (size_t at = 0; at < bytes.size(); at += kDigestPieceBytes) {
+    std::string hex = Sha256Hex(bytes.substr(at, kDigestPieceBytes));
+    for (size_t i = 0; i < hex.size(); i += 2) concatenated += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return Sha256Hex(concatenated);
+}
+
+TEST(PieceDigestTest, IsTheSha256OfThePiecesSha256sInOrder) {
+  std::string bytes(2 * kDigestPieceBytes + 12345, '\0');
+  std::mt19937_64 rng(7);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  for (size_t n : {size_t{0}, size_t{1}, kDigestPieceBytes - 1, kDigestPieceBytes, kDigestPieceBytes + 1, bytes.size()}) {
+    std::string part = bytes.substr(0, n);
+    EXPECT_EQ(PieceDigestHex(part), DigestByDefinition(part)) << n;
+  }
+  EXPECT_EQ(PieceDigestHex(std::string()), Sha256Hex(std::string()));  // no pieces: the SHA-256 of nothing
+  std::string changed = bytes;
+  changed[kDigestPieceBytes + 7] ^= 1;
+  EXPECT_NE(PieceDigestHex(changed), PieceDigestHex(bytes));
+  // Two pieces swapped are another file.
+  std::string swapped = bytes.substr(kDigestPieceBytes, kDigestPieceBytes) + bytes.substr(0, kDigestPieceBytes);
+  EXPECT_NE(PieceDigestHex(swapped), PieceDigestHex(bytes.substr(0, 2 * kDigestPieceBytes)));
+}
+
 TEST_F(FilesTest, ReadFileReturnsExactlyTheFilesBytes) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{3} << 20}) {
     std::string bytes(n, '\0');

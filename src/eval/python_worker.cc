@@ -280,7 +280,7 @@ std::string VerifiedCopy(const WorkerRun& run, const std::string& hash, const fs
   for (const auto& [name, want] : listed.items()) {
     if (name.find('/') != std::string::npos || name == ".." || !want.is_string()) return "result.json lists a bad file name: " + name;
     Result<std::string> bytes = ReadFile(run.dir / name);
-    if (!bytes.ok() || Sha256Hex(*bytes) != want.get<std::string>())
+    if (!bytes.ok() || PieceDigestHex(*bytes) != want.get<std::string>())
       return "output file " + name + " was changed or removed after the worker wrote it";
     if (!WriteFile(to / name, bytes->data(), bytes->size()).ok()) return "cannot copy " + name;
   }

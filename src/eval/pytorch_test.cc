@@ -390,7 +390,7 @@ TEST(PythonWorkerTest, GivenAResultChangedAfterTheWorkerWroteItVerificationRefus
     VerifyPythonResult(&run);
     return run;
   };
-  const std::string good = R"({"files": {"out_0_a_out.bin": ")" + Sha256Hex("1234") + R"("}, "done": true})";
+  const std::string good = R"({"files": {"out_0_a_out.bin": ")" + PieceDigestHex("1234") + R"("}, "done": true})";
   WorkerRun ok = make(good, good, "1234");
   EXPECT_TRUE(ok.finished()) << ok.result.dump();
   EXPECT_EQ(ok.ReadOutput("out_0_a_out.bin").value(), "1234");

@@ -41,7 +41,7 @@ class TrustedStateTest : public ::testing::Test {
     WorkerRun run;
     run.dir = MakeScratchDir("trusted-test-run").value();
     EXPECT_TRUE(WriteFile(run.dir / "out.bin", bytes.data(), bytes.size()).ok());
-    run.SetResult({{"done", true}, {"files", {{"out.bin", Sha256Hex(bytes)}}}});
+    run.SetResult({{"done", true}, {"files", {{"out.bin", PieceDigestHex(bytes)}}}});
     const std::string text = run.result.dump(1);
     EXPECT_TRUE(WriteFile(run.dir / "result.json", text.data(), text.size()).ok());
     run.confirmed = true;

@@ -79,7 +79,7 @@ Result<std::string> WorkerRun::ReadOutput(const std::string& file) const {
   if (file.empty() || file.find('/') != std::string::npos) return Status::InvalidArgument("bad output file name '" + file + "'");
   KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
   auto recorded = report.files.find(file);
-  if (recorded != report.files.end() && recorded->second != Sha256Hex(bytes))
+  if (recorded != report.files.end() && recorded->second != PieceDigestHex(bytes))
     return Status::InvalidArgument("output file " + file + " was changed after the worker's supervisor wrote it");
   return bytes;
 }

@@ -654,7 +654,7 @@ Status Supervisor::Fail(const std::string& stage, const std::string& message, co
 }
 
 Status Supervisor::WriteOutput(const std::string& name, const char* data, size_t bytes) {
-  files_[name] = Sha256Hex(data, bytes);
+  files_[name] = PieceDigestHex(data, bytes);
   return WriteFile(dir_ / name, data, bytes);
 }
 
