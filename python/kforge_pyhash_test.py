@@ -215,7 +215,7 @@ class SharedHandOverTest(unittest.TestCase):
         import mmap
         import kforge_pyworker
         self.w = kforge_pyworker
-        self.sup = types.SimpleNamespace(region=mmap.mmap(-1, 64, flags=mmap.MAP_SHARED), chan=None)
+        self.sup = types.SimpleNamespace(region=mmap.mmap(-1, 64, flags=mmap.MAP_SHARED), chan=None, copy=None)
         self.expected = [{"name": "y", "dtype": "float32", "dims": [4]}, {"name": "z", "dtype": "int64", "dims": [2]}]
 
     def feed(self, reply, sinks):

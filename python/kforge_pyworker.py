@@ -238,6 +238,7 @@ class Supervisor:
         self.lock_handle = None
         self.samples = []   # reservoir of timed runs whose outputs become files, kept until the end
         self.region = None  # shared pages for the child's outputs (shared_region)
+        self.copy = None    # the supervisor's copy of them (feed_outputs)
         self.output_tail = bytearray()
         self.output_total = 0
         self.flooded = False
@@ -313,17 +314,27 @@ class Supervisor:
         except (OSError, ValueError):
             return None
 
-    def feed_outputs(self, r, expected, sinks):
+    def feed_outputs(self, r, expected, sinks, keep=False):
         """Each output of reply r to its sink, in CHUNK-byte pieces, after expect_outputs: off
         the channel, or from the shared region, copied out once before anything looks at the
-        bytes (the child can write there at any time; what is checked is the copy)."""
+        bytes (the child can write there at any time; what is checked is the copy). The copy
+        goes into a buffer reused from run to run (a fresh 32 MiB one cost more in page faults
+        than the copy), handed out read-only: every sink is done with it before the next run
+        (one_run and run_checks wait for their scans); `keep`: a fresh copy the sinks may keep."""
         sizes = self.expect_outputs(r, expected)
         if "shared" not in r:
             for n, sink in zip(sizes, sinks):
                 self.chan.read_blob(n, sink)
             return
-        data = bytes(memoryview(self.region)[:sum(sizes)])
-        view, offset = memoryview(data), 0
+        total = sum(sizes)
+        if keep:
+            view = memoryview(bytes(memoryview(self.region)[:total]))
+        else:
+            if self.copy is None or len(self.copy) < total:
+                self.copy = bytearray(total)
+            self.copy[:total] = memoryview(self.region)[:total]
+            view = memoryview(self.copy)[:total].toreadonly()
+        offset = 0
         for n, sink in zip(sizes, sinks):
             for k in range(0, n, CHUNK):
                 sink(view[offset + k:offset + min(n, k + CHUNK)])
@@ -631,7 +642,7 @@ class Supervisor:
         expected = self.spec["sets"][j]["outputs"]
         kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
         probes = [(d["name"], OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)) for d in expected]
-        self.feed_outputs(r, expected, [p for _, p in probes])
+        self.feed_outputs(r, expected, [p for _, p in probes], keep=keep)
         t4 = ns()
         for _, probe in probes:  # no scan outlives the run: the next one's clock sees none
             probe.result()
