@@ -80,6 +80,10 @@ class Device {
   virtual Status Read(BufferId b, void* dst, size_t bytes) = 0;
   // Fills `bytes` bytes with a repeated 1-, 2-, 4- or 8-byte pattern.
   virtual Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) = 0;
+  // A digest of the first `bytes` of b computed where b lives, nothing copied to the host (the
+  // formula of kforge_pychild.py's device_digest); "" when this device has none, and the worker
+  // reads b back and hashes it on the host instead. Compared only with digests of this device.
+  virtual Result<std::string> Digest(BufferId b, size_t bytes) { return std::string(); }
   // Evicts the device's caches by writing a buffer twice the last-level cache.
   virtual Status FlushCaches() = 0;
   virtual Status Synchronize() = 0;

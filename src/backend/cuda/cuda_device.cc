@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -29,6 +30,10 @@ namespace {
 // PTX of peaks.cu, or "" when nvcc was not found at build time.
 const char kPeaksPtx[] =
 #include "backend/cuda/peaks.ptx.inc"
+    ;
+// PTX of digest.cu, or "" when nvcc was not found at build time.
+const char kDigestPtx[] =
+#include "backend/cuda/digest.ptx.inc"
     ;
 
 double NowMs() {
@@ -52,6 +57,7 @@ class CudaDevice : public Device {
   Status Write(BufferId b, const void* src, size_t bytes) override;
   Status Read(BufferId b, void* dst, size_t bytes) override;
   Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) override;
+  Result<std::string> Digest(BufferId b, size_t bytes) override;
   Status FlushCaches() override;
   Status Synchronize() override { return Check(api_.CtxSynchronize(), "cuCtxSynchronize"); }
   Status Load(const KernelSpec& spec) override;
@@ -99,6 +105,9 @@ class CudaDevice : public Device {
   int flushes_ = 0, l2_resets_ = 0;
   RunFn run_ = nullptr;
   ScratchFn scratch_ = nullptr;
+  cu::Function digest_ = nullptr;  // kf_digest, loaded on first use
+  bool digest_tried_ = false;
+  BufferId digest_sums_ = -1;
   char error_[16384] = {};
   std::unique_ptr<cupti::KernelRecorder> recorder_;  // armed for one launch, else null
 };
@@ -182,6 +191,36 @@ Status CudaDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, s
       return Write(b, host.data(), host.size());
     }
   }
+}
+
+// kf_digest (digest.cu) over the buffer: two 64-bit sums, as device_digest formats them. A build
+// without its PTX, or a module that does not load, has no digest: the host hashes.
+Result<std::string> CudaDevice::Digest(BufferId b, size_t bytes) {
+  if (!digest_tried_) {
+    digest_tried_ = true;
+    cu::Module module = nullptr;
+    if (kDigestPtx[0] && api_.ModuleLoadData(&module, kDigestPtx) == cu::kSuccess &&
+        api_.ModuleGetFunction(&digest_, module, "kf_digest") != cu::kSuccess)
+      digest_ = nullptr;
+    if (digest_) {
+      KF_ASSIGN_OR_RETURN(digest_sums_, Alloc(16));
+    }
+  }
+  if (!digest_) return std::string();
+  const unsigned char zero = 0;
+  KF_RETURN_IF_ERROR(Fill(digest_sums_, &zero, 1, 16));
+  cu::DevicePtr data = buffers_[b], sums = buffers_[digest_sums_];
+  unsigned long long n = bytes;
+  void* params[] = {&data, &n, &sums};
+  const unsigned long long words = (n + 3) / 4;
+  const unsigned block = 256;
+  const unsigned grid = static_cast<unsigned>(std::clamp<unsigned long long>((words + block - 1) / block, 1, std::max(Attr(cu::kAttrSmCount), 1) * 8ull));
+  KF_RETURN_IF_ERROR(Check(api_.LaunchKernel(digest_, grid, 1, 1, block, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel (kf_digest)"));
+  unsigned long long out[2] = {0, 0};
+  KF_RETURN_IF_ERROR(Read(digest_sums_, out, sizeof out));
+  char text[64];
+  std::snprintf(text, sizeof text, "d%016llx%016llx%llx", out[0], out[1], n);
+  return std::string(text);
 }
 
 // Persisting-L2 lines and access-policy windows survive a plain flush (EVALUATION.md 3).

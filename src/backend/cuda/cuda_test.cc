@@ -3,6 +3,8 @@
 // (On a machine with a GPU the no-driver cases skip, saying so.)
 #include <sys/stat.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -10,6 +12,7 @@
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/ptxas_report.h"
+#include "backend/devices.h"
 #include "backend/registry.h"
 #include "base/files.h"
 #include "base/subprocess.h"
@@ -91,6 +94,54 @@ TEST(CudaDenyRulesTest, GivenEachForbiddenCallTheStaticCheckNamesIt) {
                      "k<<<g, b, 0, a->stream>>>(y); cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 1 << 16);\n"
                      "cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, a->stream);";
   EXPECT_TRUE(StaticCheck(good, rules).empty()) << StaticCheck(good, rules)[0];
+}
+
+// kf_digest's formula on the host (kforge_pychild.py's device_digest; the Python worker's tests
+// check that one against the same formula in plain integers).
+std::string HostDigest(const std::string& bytes) {
+  auto mix = [](uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  uint64_t s1 = 0, s2 = 0;
+  for (size_t i = 0; 4 * i < bytes.size(); ++i) {
+    uint32_t w = 0;
+    for (size_t k = 0; k < 4 && 4 * i + k < bytes.size(); ++k) w |= uint32_t(uint8_t(bytes[4 * i + k])) << (8 * k);
+    const uint64_t x = (uint64_t(i) << 32) | w;
+    s1 += mix(x);
+    s2 += mix(x ^ 0x9e3779b97f4a7c15ull);
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "d%016llx%016llx%llx", (unsigned long long)s1, (unsigned long long)s2,
+                (unsigned long long)bytes.size());
+  return text;
+}
+
+TEST(CudaDigestTest, GivenABufferOnTheGpuItsDigestIsTheFormulasAndAnyChangedByteChangesIt) {
+  Result<std::vector<std::string>> here = ListCudaDevices();
+  if (!here.ok() || here->empty()) GTEST_SKIP() << "no CUDA device here";
+  Result<std::unique_ptr<Device>> dev = FindDeviceFactory("cuda")->open(0);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  for (size_t n : {size_t{0}, size_t{5}, size_t{4096}, size_t{(1 << 20) + 3}, size_t{64} << 20}) {
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>((i * 131 + (i >> 9) * 7) & 255);
+    Result<BufferId> b = (*dev)->Alloc(std::max<size_t>(n, 1));
+    ASSERT_TRUE(b.ok());
+    ASSERT_TRUE((*dev)->Write(*b, bytes.data(), n).ok());
+    Result<std::string> d = (*dev)->Digest(*b, n);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(*d, HostDigest(bytes)) << n;
+    if (n == 0) continue;
+    bytes[n - 1] ^= 1;
+    ASSERT_TRUE((*dev)->Write(*b, bytes.data(), n).ok());
+    Result<std::string> changed = (*dev)->Digest(*b, n);
+    ASSERT_TRUE(changed.ok());
+    EXPECT_NE(*changed, *d) << n;
+    EXPECT_EQ(*changed, HostDigest(bytes)) << n;
+  }
 }
 
 TEST_F(CudaTest, GivenNoDriverTheProbeSaysWhatToInstall) {
