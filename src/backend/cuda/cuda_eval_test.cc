@@ -231,6 +231,12 @@ TEST_F(CudaEvalTest, GivenAWrongResultItIsWrongOutput) {
   EXPECT_EQ(Eval("wrong_result").status, VerdictStatus::kWrongOutput);
 }
 
+TEST_F(CudaEvalTest, GivenAKernelThatFlipsOneBitOfItsInputTheDigestAfterTheCheckCatchesIt) {
+  Verdict v = Eval("input_writer");
+  EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
+  EXPECT_NE(v.message.find("modified its inputs"), std::string::npos) << v.message;
+}
+
 TEST_F(CudaEvalTest, GivenWorkOnAHiddenSideStreamTheHostTimeGateCatchesIt) {
   Verdict v = Eval("side_stream_hidden");
   EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
