@@ -231,7 +231,7 @@ TEST_F(CudaEvalTest, GivenAWrongResultItIsWrongOutput) {
   EXPECT_EQ(Eval("wrong_result").status, VerdictStatus::kWrongOutput);
 }
 
-TEST_F(CudaEvalTest, GivenAKernelThatFlipsOneBitOfItsInputTheDigestAfterTheCheckCatchesIt) {
+TEST_F(CudaEvalTest, GivenAKernelThatOverwritesOneElementOfItsInputTheDigestAfterTheCheckCatchesIt) {
   Verdict v = Eval("input_writer");
   EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
   EXPECT_NE(v.message.find("modified its inputs"), std::string::npos) << v.message;
