@@ -22,12 +22,14 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -184,7 +186,57 @@ Result<json> Child::Open() {
   return json{{"fingerprint", device_->Fingerprint()}, {"llc_bytes", device_->LastLevelCacheBytes()}};
 }
 
-// The orchestrator's input files of `sets`, each read once: sets may name the same file (a
+// A file mapped read-only (the orchestrator's input files in the job folder, on /dev/shm when
+// it has room): the page cache's own pages, no copy into fresh memory. Read before any
+// candidate code is in the process.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(MappedFile&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  MappedFile& operator=(MappedFile&& o) noexcept {
+    if (this != &o) {
+      Unmap();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  ~MappedFile() { Unmap(); }
+  static Result<MappedFile> Open(const fs::path& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IoError("cannot open " + path.string() + ": " + std::strerror(errno));
+    struct stat st {};
+    MappedFile m;
+    if (fstat(fd, &st) != 0) {
+      close(fd);
+      return Status::IoError("cannot stat " + path.string() + ": " + std::strerror(errno));
+    }
+    m.size_ = static_cast<size_t>(st.st_size);
+    if (m.size_ > 0) {
+      void* p = mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        close(fd);
+        m.size_ = 0;
+        return Status::IoError("cannot map " + path.string() + ": " + std::strerror(errno));
+      }
+      m.data_ = static_cast<const char*>(p);
+    }
+    close(fd);
+    return m;
+  }
+  const char* data() const { return data_ ? data_ : ""; }
+  size_t size() const { return size_; }
+
+ private:
+  void Unmap() {
+    if (data_) munmap(const_cast<char*>(data_), size_);
+    data_ = nullptr;
+  }
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The orchestrator's input files of `sets`, each mapped once: sets may name the same file (a
 // model's parameters, equal in every set), which is then kept until its last use.
 class InputFiles {
  public:
@@ -194,9 +246,10 @@ class InputFiles {
         if (!t.file.empty()) ++uses_[t.file];
   }
   // The bytes of input t (drawn here when it has a draw_seed; zeros when it has no file) and
-  // their hash.
+  // their hash; valid until the next call.
   struct Bytes {
-    const std::string* data;
+    const char* data;
+    size_t size;
     std::string hash;
   };
   Result<Bytes> Next(const TensorFile& t, double magnitude) {
@@ -214,29 +267,30 @@ class InputFiles {
         made_.resize(t.shape.bytes());
         ToDouble(drawn.dtype, drawn_.data(), static_cast<size_t>(drawn.numel()), reinterpret_cast<double*>(made_.data()));
       }
-      return Bytes{&made_, HashHex(made_)};
+      return Bytes{made_.data(), made_.size(), HashHex(made_)};
     }
     if (t.file.empty()) {
       made_.assign(t.shape.bytes(), '\0');
-      return Bytes{&made_, HashHex(made_)};
+      return Bytes{made_.data(), made_.size(), HashHex(made_)};
     }
     Entry& e = held_[t.file];
     if (e.hash.empty()) {
-      KF_ASSIGN_OR_RETURN(e.bytes, ReadFile(dir_ / t.file));
-      if (e.bytes.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
-      e.hash = HashHex(e.bytes);
-    } else if (e.bytes.size() != t.shape.bytes()) {
+      KF_ASSIGN_OR_RETURN(e.file, MappedFile::Open(dir_ / t.file));
+      if (e.file.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
+      e.hash = HashHex(e.file.data(), e.file.size());
+    } else if (e.file.size() != t.shape.bytes()) {
       return Status::InvalidArgument("input file " + t.file + " is named by inputs of different sizes");
     }
-    if (--uses_[t.file] > 0) return Bytes{&e.bytes, e.hash};  // kept for its next use
+    if (--uses_[t.file] > 0) return Bytes{e.file.data(), e.file.size(), e.hash};  // kept for its next use
     last_ = std::move(e);
     held_.erase(t.file);
-    return Bytes{&last_.bytes, last_.hash};
+    return Bytes{last_.file.data(), last_.file.size(), last_.hash};
   }
 
  private:
   struct Entry {
-    std::string bytes, hash;
+    MappedFile file;
+    std::string hash;
   };
   fs::path dir_;
   std::map<std::string, int> uses_;
@@ -273,13 +327,13 @@ Result<json> Child::Alloc() {
       if (held != by_file.end() && !in_set.contains(held->second)) {
         id = held->second;
       } else {
-        KF_ASSIGN_OR_RETURN(id, device_->Alloc(std::max<size_t>(bytes.data->size(), 1)));
-        KF_RETURN_IF_ERROR(device_->Write(id, bytes.data->data(), bytes.data->size()));
+        KF_ASSIGN_OR_RETURN(id, device_->Alloc(std::max<size_t>(bytes.size, 1)));
+        KF_RETURN_IF_ERROR(device_->Write(id, bytes.data, bytes.size));
         if (from_file && held == by_file.end()) by_file.emplace(t.file, id);
       }
       in_set.insert(id);
       b.inputs.push_back({t.shape, id});
-      KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(id, bytes.data->size()));
+      KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(id, bytes.size));
       set_hashes.push_back(digest.empty() ? bytes.hash : digest);
     }
     for (const TensorFile& t : in.outputs) {
@@ -302,7 +356,7 @@ Result<json> Child::Reupload(const json& cmd) {
   for (int s : sets) {
     for (size_t k = 0; k < job_.sets[s].inputs.size(); ++k) {
       KF_ASSIGN_OR_RETURN(auto bytes, files.Next(job_.sets[s].inputs[k], job_.sets[s].magnitude));
-      KF_RETURN_IF_ERROR(device_->Write(sets_[s].inputs[k].buffer, bytes.data->data(), bytes.data->size()));
+      KF_RETURN_IF_ERROR(device_->Write(sets_[s].inputs[k].buffer, bytes.data, bytes.size));
     }
   }
   return json::object();
