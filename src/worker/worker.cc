@@ -114,6 +114,7 @@ class Child {
   Result<json> Collect(std::string* blob);
   Status Poison(int set, int which);
   LaunchArgs Args(int set) const;
+  Result<std::string> InputHash(BufferId b, size_t bytes, const char* host = nullptr, std::string* kept = nullptr);
   Result<std::vector<std::string>> HashInputs(int set);
   // The shared region when set's outputs fit in it, else null (they go in the reply's blob).
   char* SharedFor(int set) const;
@@ -245,12 +246,13 @@ class InputFiles {
       for (const TensorFile& t : job.sets[s].inputs)
         if (!t.file.empty()) ++uses_[t.file];
   }
-  // The bytes of input t (drawn here when it has a draw_seed; zeros when it has no file) and
-  // their hash; valid until the next call.
+  // The bytes of input t (drawn here when it has a draw_seed; zeros when it has no file), valid
+  // until the next call, and where their host hash is kept once computed (Child::InputHash: a
+  // device with a digest never needs it; a file's is computed once for all its sets).
   struct Bytes {
     const char* data;
     size_t size;
-    std::string hash;
+    std::string* hash;
   };
   Result<Bytes> Next(const TensorFile& t, double magnitude) {
     if (t.draw_seed) {
@@ -267,36 +269,40 @@ class InputFiles {
         made_.resize(t.shape.bytes());
         ToDouble(drawn.dtype, drawn_.data(), static_cast<size_t>(drawn.numel()), reinterpret_cast<double*>(made_.data()));
       }
-      return Bytes{made_.data(), made_.size(), HashHex(made_)};
+      made_hash_.clear();
+      return Bytes{made_.data(), made_.size(), &made_hash_};
     }
     if (t.file.empty()) {
       made_.assign(t.shape.bytes(), '\0');
-      return Bytes{made_.data(), made_.size(), HashHex(made_)};
+      made_hash_.clear();
+      return Bytes{made_.data(), made_.size(), &made_hash_};
     }
     Entry& e = held_[t.file];
-    if (e.hash.empty()) {
+    if (!e.mapped) {
       KF_ASSIGN_OR_RETURN(e.file, MappedFile::Open(dir_ / t.file));
+      e.mapped = true;
       if (e.file.size() != t.shape.bytes()) return Status::InvalidArgument("input file " + t.file + " has the wrong size");
-      e.hash = HashHex(e.file.data(), e.file.size());
     } else if (e.file.size() != t.shape.bytes()) {
       return Status::InvalidArgument("input file " + t.file + " is named by inputs of different sizes");
     }
-    if (--uses_[t.file] > 0) return Bytes{e.file.data(), e.file.size(), e.hash};  // kept for its next use
+    if (--uses_[t.file] > 0) return Bytes{e.file.data(), e.file.size(), &e.hash};  // kept for its next use
     last_ = std::move(e);
     held_.erase(t.file);
-    return Bytes{last_.file.data(), last_.file.size(), last_.hash};
+    return Bytes{last_.file.data(), last_.file.size(), &last_.hash};
   }
 
  private:
   struct Entry {
     MappedFile file;
-    std::string hash;
+    bool mapped = false;
+    std::string hash;  // of its bytes, once asked for
   };
   fs::path dir_;
   std::map<std::string, int> uses_;
   std::map<std::string, Entry> held_;
   Entry last_;
   std::string made_, drawn_;  // an input made here (zeros, or drawn and widened); a draw before widening
+  std::string made_hash_;
 };
 
 std::vector<int> AllSets(const Job& job) {
@@ -333,8 +339,8 @@ Result<json> Child::Alloc() {
       }
       in_set.insert(id);
       b.inputs.push_back({t.shape, id});
-      KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(id, bytes.size));
-      set_hashes.push_back(digest.empty() ? bytes.hash : digest);
+      KF_ASSIGN_OR_RETURN(std::string hash, InputHash(id, bytes.size, bytes.data, bytes.hash));
+      set_hashes.push_back(std::move(hash));
     }
     for (const TensorFile& t : in.outputs) {
       KF_ASSIGN_OR_RETURN(BufferId id, device_->Alloc(t.shape.bytes() + kGuardBytes));
@@ -404,20 +410,30 @@ Status Child::Poison(int set, int which) {
   return device_->Synchronize();
 }
 
-// The inputs' hashes as Alloc and Prepare took them: the device's digest where it has one (no
-// copy to the host: a KernelBench GEMM's 256 MiB weight after every check set took most of an
-// H200 judgement's checks), else the bytes read back and hashed.
+// The hash of input buffer b (`bytes` long): the device's digest where it has one (no copy to
+// the host: a KernelBench GEMM's 256 MiB weight after every check set took most of an H200
+// judgement's checks), else HashHex of the bytes: `host` when the caller holds them (kept in
+// `*kept` once computed, when given), else read back.
+Result<std::string> Child::InputHash(BufferId b, size_t bytes, const char* host, std::string* kept) {
+  KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(b, bytes));
+  if (!digest.empty()) return digest;
+  if (kept && !kept->empty()) return *kept;
+  if (!host) {
+    staging_.resize(bytes);
+    KF_RETURN_IF_ERROR(device_->Read(b, staging_.data(), staging_.size()));
+    host = staging_.data();
+  }
+  std::string hash = HashHex(host, bytes);
+  if (kept) *kept = hash;
+  return hash;
+}
+
+// The inputs' hashes as Alloc and Prepare took them.
 Result<std::vector<std::string>> Child::HashInputs(int set) {
   std::vector<std::string> hashes;
   for (const LaunchTensor& t : sets_[set].inputs) {
-    KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(t.buffer, t.shape.bytes()));
-    if (!digest.empty()) {
-      hashes.push_back(std::move(digest));
-      continue;
-    }
-    staging_.resize(t.shape.bytes());
-    KF_RETURN_IF_ERROR(device_->Read(t.buffer, staging_.data(), staging_.size()));
-    hashes.push_back(HashHex(staging_.data(), staging_.size()));
+    KF_ASSIGN_OR_RETURN(std::string hash, InputHash(t.buffer, t.shape.bytes()));
+    hashes.push_back(std::move(hash));
   }
   return hashes;
 }
@@ -508,8 +524,8 @@ Result<json> Child::Prepare(const json& cmd) {
       staging_.resize(t.shape.bytes());
       GenerateBytesInto(t.shape, t.gen->dist, t.gen->key, seed, in.magnitude, staging_.data());
       KF_RETURN_IF_ERROR(device_->Write(sets_[set].inputs[k].buffer, staging_.data(), staging_.size()));
-      KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(sets_[set].inputs[k].buffer, staging_.size()));
-      fresh_hashes_.push_back(digest.empty() ? HashHex(staging_.data(), staging_.size()) : digest);
+      KF_ASSIGN_OR_RETURN(std::string hash, InputHash(sets_[set].inputs[k].buffer, staging_.size(), staging_.data()));
+      fresh_hashes_.push_back(std::move(hash));
     }
   }
   KF_RETURN_IF_ERROR(Poison(set, cmd.value("poison", 0)));
