@@ -1261,6 +1261,18 @@ bool Evaluation::PythonOutputsMayRepeat() const {
   return trials_.size() > 1 && trials_[1].bound.sizes == trials_[0].bound.sizes && trials_[1].reference == trials_[0].reference;
 }
 
+// A Python reference job's output `out`, read back (its digest checked) and widened to double:
+// `numel` elements of its reference_dtype.
+Result<std::vector<double>> WidenedReference(const WorkerRun& run, const ReferenceOutput& out, int64_t numel) {
+  KF_ASSIGN_OR_RETURN(DType rdt, ParseDType(out.reference_dtype));
+  KF_ASSIGN_OR_RETURN(std::string bytes, run.ReadOutput(out.file));
+  if (numel < 0 || bytes.size() != static_cast<size_t>(numel) * DTypeSize(rdt))
+    return Status::Internal("reference output '" + out.name + "' has the wrong size");
+  std::vector<double> v(static_cast<size_t>(numel));
+  ToDouble(rdt, bytes.data(), v.size(), v.data());
+  return v;
+}
+
 // The check trials of a PyTorch problem from its reference job's report (fresh or kept):
 // shapes, inputs when written, float64 references, the problem as the module described it.
 Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<std::map<std::string, int64_t>>& sizes_of) {
@@ -1274,37 +1286,26 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
   // (nine sets of an 8192-wide GEMM: one 256 MiB weight, nine inputs, nine float64 outputs).
   // Sets share the files of equal inputs (a model's parameters): those are read once.
   std::map<std::string, std::shared_ptr<const std::string>> input_files;  // file -> its verified bytes
-  std::map<std::pair<size_t, size_t>, Result<std::vector<double>>> widened;  // (set, output) -> reference
+  std::vector<const ReferenceOutput*> outs;                   // every set's outputs, set by set
+  std::vector<Result<std::vector<double>>> widened;           // outs[i]'s reference
   if (status.ok()) {
     std::vector<std::string> names;
-    std::vector<std::pair<size_t, size_t>> outs;
-    for (size_t t = 0; t < py_sets_.size(); ++t) {
-      for (const ReferenceInput& in : run.report.sets[t].inputs)
+    for (const ReferenceSet& d : run.report.sets) {
+      for (const ReferenceInput& in : d.inputs)
         if (in.file && input_files.emplace(*in.file, nullptr).second) names.push_back(*in.file);
-      for (size_t o = 0; o < run.report.sets[t].outputs.size(); ++o) outs.emplace_back(t, o);
+      for (const ReferenceOutput& out : d.outputs) outs.push_back(&out);
     }
     std::vector<Result<std::string>> read(names.size(), Status::Internal("not read"));
-    std::vector<Result<std::vector<double>>> refs(outs.size(), Status::Internal("not read"));
+    widened.assign(outs.size(), Status::Internal("not read"));
     ParallelFor(names.size() + outs.size(), [&](size_t i) {
       if (i < names.size()) {
         read[i] = run.ReadOutput(names[i]);
         return;
       }
-      const ReferenceOutput& out = run.report.sets[outs[i - names.size()].first].outputs[outs[i - names.size()].second];
-      Result<DType> rdt = ParseDType(out.reference_dtype);
-      Result<std::string> bytes = run.ReadOutput(out.file);
-      Result<std::vector<double>>& r = refs[i - names.size()];
-      if (!rdt.ok()) { r = rdt.status(); return; }
-      if (!bytes.ok()) { r = bytes.status(); return; }
+      const ReferenceOutput& out = *outs[i - names.size()];
       int64_t n = 1;
       for (int64_t d : out.dims) n *= d;
-      if (n < 0 || bytes->size() != static_cast<size_t>(n) * DTypeSize(*rdt)) {
-        r = Status::Internal("reference output '" + out.name + "' has the wrong size");
-        return;
-      }
-      std::vector<double> v(static_cast<size_t>(n));
-      ToDouble(*rdt, bytes->data(), v.size(), v.data());
-      r = std::move(v);
+      widened[i - names.size()] = WidenedReference(run, out, n);
     });
     for (size_t i = 0; i < names.size(); ++i) {
       if (!read[i].ok()) {
@@ -1313,8 +1314,8 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
       }
       input_files[names[i]] = std::make_shared<const std::string>(std::move(*read[i]));
     }
-    for (size_t i = 0; i < outs.size(); ++i) widened.emplace(outs[i], std::move(refs[i]));
   }
+  size_t next_out = 0;  // into outs and widened
   described_ = problem_;
   described_.inputs.clear();
   described_.outputs.clear();
@@ -1346,7 +1347,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
       trial.bound.outputs.push_back(shape);
       if (t == 0) described_.outputs.push_back({shape.name, {}, *dt, {}});
       outputs.push_back({{"name", shape.name}, {"dtype", DTypeName(*dt)}, {"dims", shape.dims}});
-      Result<std::vector<double>>& v = widened.at({t, o});
+      Result<std::vector<double>>& v = widened.at(next_out++);
       if (!v.ok()) { status = v.status(); break; }
       trial.reference.push_back(std::move(*v));
     }
@@ -1665,16 +1666,12 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::PythonTimedRef
     ParallelFor(outputs.size(), [&](size_t i) {
       const auto [k, o] = outputs[i];
       const TensorShape& shape = trials_[samples[k].set].bound.outputs[o];
-      const ReferenceOutput& out = run.report.sets[k].outputs[o];
-      Result<DType> rdt = ParseDType(out.reference_dtype);
-      Result<std::string> bytes = run.ReadOutput(out.file);
-      std::vector<double> v(static_cast<size_t>(shape.numel()));
-      if (!rdt.ok() || !bytes.ok() || bytes->size() != v.size() * DTypeSize(*rdt)) {
+      Result<std::vector<double>> v = WidenedReference(run, run.report.sets[k].outputs[o], shape.numel());
+      if (!v.ok()) {
         failed[i] = "the reference for a sampled timed run has no usable output '" + shape.name + "'";
         return;
       }
-      ToDouble(*rdt, bytes->data(), v.size(), v.data());
-      refs[k][o] = std::move(v);
+      refs[k][o] = std::move(*v);
     });
   }
   for (const std::string& f : failed)
