@@ -2,7 +2,8 @@
 // nothing.
 //
 //   kforge_judge_bench <problem dir or file> [--backend B] [--candidate FILE] [--distinct N]
-//                      [--warm N] [--budget-ms MS] [--precision-target F] [--no-baselines] [--json FILE]
+//                      [--jobs J] [--warm N] [--budget-ms MS] [--precision-target F] [--no-baselines]
+//                      [--json FILE]
 //
 // With the problem's seed for the backend (or --candidate), three measurements of
 // source-to-verdict time, each a full Evaluate as `kforge eval` runs it, in a fresh private
@@ -10,18 +11,24 @@
 //   cold     the first judgement: nothing compiled, no peaks measured;
 //   warm     the same candidate again, --warm times (default 3): compile and peaks cached;
 //   distinct N candidates that differ only by a comment (each one compiles anew: the
-//            compile cache is keyed by content), one after another: verdicts per minute.
+//            compile cache is keyed by content): verdicts per minute. --jobs J judges J at
+//            once, as `kforge bench -j` does (each in its own sandboxed processes; timed runs
+//            still take the device one at a time), after handing every build to the compile
+//            farm (eval/compile_farm.h).
 // Each line shows the stage seconds the verdicts report (stages_seconds), so where the time
 // goes is visible beside the total. The worker: $KFORGE_WORKER, else next to this program.
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -30,6 +37,7 @@
 #include "base/files.h"
 #include "base/stats.h"
 #include "base/subprocess.h"
+#include "eval/compile_farm.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
 
@@ -41,7 +49,7 @@ using nlohmann::json;
 
 struct Flags {
   std::string problem, backend = "cpp", candidate, json_out;
-  int distinct = 5, warm = 3;
+  int distinct = 5, warm = 3, jobs = 1;
   double budget_ms = 2000;
   double precision_target = 0.03;
   bool baselines = true;
@@ -111,7 +119,7 @@ json SumStages(const std::vector<Judgement>& js) {
 
 int Usage(const char* why) {
   fmt::print(stderr, "kforge_judge_bench: {}\nusage: kforge_judge_bench <problem> [--backend B] [--candidate FILE] "
-                     "[--distinct N] [--warm N] [--budget-ms MS] [--precision-target F] [--no-baselines] [--json FILE]\n", why);
+                     "[--distinct N] [--jobs J] [--warm N] [--budget-ms MS] [--precision-target F] [--no-baselines] [--json FILE]\n", why);
   return 2;
 }
 
@@ -123,6 +131,7 @@ int Main(int argc, char** argv) {
     if (a == "--backend") f.backend = value();
     else if (a == "--candidate") f.candidate = value();
     else if (a == "--distinct") f.distinct = std::atoi(value().c_str());
+    else if (a == "--jobs") f.jobs = std::atoi(value().c_str());
     else if (a == "--warm") f.warm = std::max(1, std::atoi(value().c_str()));
     else if (a == "--budget-ms") f.budget_ms = std::atof(value().c_str());
     else if (a == "--precision-target") f.precision_target = std::atof(value().c_str());
@@ -132,6 +141,7 @@ int Main(int argc, char** argv) {
     else f.problem = a;
   }
   if (f.problem.empty()) return Usage("say which problem");
+  if (f.jobs < 1 || f.jobs > 64) return Usage("--jobs takes 1 to 64");
   fs::path file = f.problem;
   if (fs::is_directory(file)) file /= "problem.toml";
   Result<Problem> p = LoadProblem(file);
@@ -202,27 +212,51 @@ int Main(int argc, char** argv) {
 
   if (f.distinct > 0) {
     const std::string comment = candidate.extension() == ".py" ? "#" : "//";
-    std::vector<Judgement> distinct;
-    std::map<std::string, int> statuses;
-    auto t0 = std::chrono::steady_clock::now();
+    std::vector<fs::path> files;
     for (int i = 0; i < f.distinct; ++i) {
       fs::path v = *variants / fmt::format("variant_{}{}", i, candidate.extension().string());
       if (Status s = WriteFileAtomic(v, *source + fmt::format("\n{} kforge_judge_bench variant {}\n", comment, i)); !s.ok()) {
         fmt::print(stderr, "kforge_judge_bench: {}\n", s.message());
         return 3;
       }
-      Result<Judgement> d = Judge(*p, v, o, *runner);
+      files.push_back(v);
+    }
+    std::vector<Result<Judgement>> results(files.size(), Status::Internal("not judged"));
+    auto t0 = std::chrono::steady_clock::now();
+    {
+      // As `kforge bench -j`: every build handed to the farm at once (native candidates; a
+      // Python one builds in its own job), then J judging threads, each with its own runner.
+      std::unique_ptr<ProcessRunner> farm_runner = NewSandboxRunner();
+      CompileFarm farm(*farm_runner);
+      for (const fs::path& v : files) farm.Submit(*p, v, o);
+      if (!MayJudgeWhileBuilding(f.backend)) farm.Wait();
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        std::unique_ptr<ProcessRunner> own = f.jobs > 1 ? NewSandboxRunner() : nullptr;
+        for (size_t i; (i = next++) < files.size();) results[i] = Judge(*p, files[i], o, own ? *own : *runner);
+      };
+      std::vector<std::thread> threads;
+      for (int j = 0; j < f.jobs; ++j) threads.emplace_back(work);
+      for (std::thread& t : threads) t.join();
+    }
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<Judgement> distinct;
+    std::map<std::string, int> statuses;
+    for (Result<Judgement>& d : results) {
       if (!d.ok()) { fmt::print(stderr, "kforge_judge_bench: {}\n", d.status().message()); return 3; }
       ++statuses[d->status];
       distinct.push_back(*d);
     }
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<double> each;
+    double each_mean = 0;
+    for (const Judgement& d : distinct) each.push_back(d.seconds), each_mean += d.seconds / static_cast<double>(distinct.size());
     std::string st;
     for (const auto& [s, n] : statuses) st += fmt::format(" {} {}", n, s);
-    fmt::print("distinct  {} candidates in {:.2f} s: {:.1f} verdicts/min ({}); mean stages:{}\n", f.distinct, wall,
-               60 * f.distinct / wall, st.substr(1), StageText(SumStages(distinct), wall / f.distinct));
-    out["distinct"] = {{"candidates", f.distinct}, {"seconds", wall}, {"verdicts_per_minute", 60 * f.distinct / wall},
-                       {"statuses", statuses}, {"mean_stages", SumStages(distinct)}};
+    fmt::print("distinct  {} candidates, {} at once, in {:.2f} s: {:.1f} verdicts/min ({}); each {:.2f} s median; mean stages:{}\n",
+               f.distinct, f.jobs, wall, 60 * f.distinct / wall, st.substr(1), Median(each),
+               StageText(SumStages(distinct), each_mean));
+    out["distinct"] = {{"candidates", f.distinct}, {"jobs", f.jobs}, {"seconds", wall}, {"verdicts_per_minute", 60 * f.distinct / wall},
+                       {"median_seconds_each", Median(each)}, {"statuses", statuses}, {"mean_stages", SumStages(distinct)}};
   }
   std::error_code ec;
   fs::remove_all(*variants, ec);

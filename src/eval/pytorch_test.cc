@@ -528,6 +528,16 @@ TEST_F(PyTorchTest, GivenATritonKfRunCandidateOnAKforgeProblemTheInterpreterJudg
   EXPECT_EQ(bad.status, VerdictStatus::kWrongOutput) << bad.message;
 }
 
+// The Triton seed of a bundled problem (the small candidate kforge_judge_bench times on a GPU):
+// exact erf GELU, so it must pass gelu's strict precision policy.
+TEST_F(PyTorchTest, GivenTheGeluTritonSeedTheInterpreterJudgesItCorrect) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const fs::path gelu = kData / ".." / ".." / ".." / "problems" / "gelu";
+  Verdict v = Eval(gelu / "problem.toml", gelu / "seeds" / "naive_triton.py", "triton");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_EQ(v.precision["policy"], "strict") << v.precision.dump();
+}
+
 // --- Issue 10 item 1 for kforge problems judged with Python candidates: fresh timed inputs. ----
 
 TEST_F(PyTorchTest, GivenATritonResultCacheOnAKforgeProblemFreshInputsMeanItNeverHits) {
