@@ -414,7 +414,7 @@ class Supervisor:
 
     def await_sets(self):
         """A standby job (`await_sets`): started before the job it serves, with PyTorch imported
-        and no device context, it waits for the orchestrator's `sets.json` in its folder,
+        and its device opened, it waits for the orchestrator's `sets.json` in its folder,
         {"sets": [...]} or {"cancel": true}, and gives the sets to the child. True when there
         is work."""
         path = os.path.join(self.folder, "sets.json")
@@ -448,18 +448,21 @@ class Supervisor:
         try:
             self.stage("start")
             self.start_child()
+            init = None
             if spec.get("await_sets"):
-                # The import under the shared device lock: another job's calibration and timed
-                # runs (exclusive) never overlap this start's CPU and disk work.
+                # The import and the device's context under the shared device lock: another
+                # job's calibration and timed runs (exclusive) never overlap this start's CPU,
+                # disk and driver work. The idle context then waits with the job.
                 self.lock(exclusive=False)
                 self.child_seconds(self.call({"cmd": "preload"}))
+                init = self.call({"cmd": "init"})
                 self.unlock()
                 self.stage("standby")
                 if not self.await_sets():
                     res.data["cancelled"] = True
                     self.finish()
                     return 0
-            init = self.call({"cmd": "init"})
+            init = init or self.call({"cmd": "init"})
             self.child_seconds(init)
             res.data["fingerprint"] = init["fingerprint"]
             res.data["llc_bytes"] = init["llc_bytes"]

@@ -17,6 +17,7 @@
 #include "backend/registry.h"
 #include "cli/commands.h"
 #include "eval/compile_farm.h"
+#include "eval/python_zygote.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
 #include "report/bench_html.h"
@@ -267,6 +268,7 @@ std::vector<BenchPass> RunPasses(const BenchFlags& f, const std::vector<fs::path
     }
   }
   std::vector<std::thread> threads;
+  SetWarmPythonWorkersPerKind(f.jobs);  // one warm worker per problem in flight
   for (int j = 0; j < std::max(1, f.jobs); ++j) threads.emplace_back(work);
   for (std::thread& t : threads) t.join();
   std::vector<BenchPass> passes;

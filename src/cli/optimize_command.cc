@@ -340,6 +340,9 @@ void AddBudgetFlags(CLI::App* cmd, LoopFlags* f) {
   ForgeOptions& o = f->options;
   cmd->add_option("--iterations", o.iterations, "Optimization passes (default 5)");
   cmd->add_option("--candidates", o.candidates, "Candidates per pass, generated in parallel (default 1)");
+  cmd->add_option("--judge-jobs", o.judge_jobs,
+                  "Candidates of a pass judged at once (default: all of them on a GPU, one where the device may be the host CPU)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--functional-attempts", o.functional_attempts, "Generations to reach a correct kernel (default 4)");
   cmd->add_option("--max-evals", o.max_evaluations, "Offline tuner: evaluations at most (default 40)");
   cmd->add_option("--max-tokens", o.max_tokens, "Token budget, 0 = none");

@@ -1437,7 +1437,7 @@ Status Evaluation::PreparePyTorch() {
 // KFORGE_STANDBY_REFERENCE=1 or 0 overrides.
 void Evaluation::StartStandbyReference() {
   const char* env = std::getenv("KFORGE_STANDBY_REFERENCE");
-  const bool wanted = env && *env ? std::string(env) != "0" : torch_device_ != "cpu" && !WarmPythonWorkersEnabled();
+  const bool wanted = env && *env ? std::string(env) != "0" : torch_device_ != "cpu";
   if (!wanted || !pytorch_ || !options_.timing || timing_only_) return;
   json job = PythonJob("reference");
   job["lock_file"] = PythonLockFile();

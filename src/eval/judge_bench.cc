@@ -38,6 +38,7 @@
 #include "base/stats.h"
 #include "base/subprocess.h"
 #include "eval/compile_farm.h"
+#include "eval/python_zygote.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
 
@@ -142,6 +143,7 @@ int Main(int argc, char** argv) {
   }
   if (f.problem.empty()) return Usage("say which problem");
   if (f.jobs < 1 || f.jobs > 64) return Usage("--jobs takes 1 to 64");
+  SetWarmPythonWorkersPerKind(f.jobs);
   fs::path file = f.problem;
   if (fs::is_directory(file)) file /= "problem.toml";
   Result<Problem> p = LoadProblem(file);

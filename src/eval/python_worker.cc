@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/files.h"
+#include "base/parallel.h"
 #include "base/stats.h"
 #include "eval/python_zygote.h"
 #include "kforge/verdict.h"
@@ -222,6 +223,11 @@ Result<std::unique_ptr<StandbyPythonJob>> StandbyPythonJob::Start(ProcessRunner&
   job["await_sets"] = true;
   job["sets"] = json::array();
   std::unique_ptr<StandbyPythonJob> standby(new StandbyPythonJob());
+  if (std::optional<WarmPythonJob> warm = StartInWarmPythonWorker(runner, job, files, limits)) {
+    standby->dir_ = warm->dir;
+    standby->done_ = std::move(warm->done);
+    return standby;
+  }
   KF_ASSIGN_OR_RETURN(ProcessSpec spec, PreparePythonJob(job, files, limits, &standby->dir_));
   standby->done_ = std::async(std::launch::async, [&runner, spec, dir = standby->dir_] {
     return RunPreparedPythonJob(runner, spec, dir);
@@ -269,20 +275,53 @@ std::string PrintedResultHash(const std::string& out) {
   return ok ? hex : "";
 }
 
-// Empty when result.json and every listed file match their hashes, else what did not.
-std::string VerifiedCopy(const WorkerRun& run, const std::string& hash, const fs::path& to) {
-  Result<std::string> text = ReadFile(run.dir / "result.json");
+// At most this many bytes of a job's output files are held in memory (WorkerRun::held); a job
+// with more has them copied to a fresh folder. $KFORGE_HELD_OUTPUTS_MB, default 4096.
+uint64_t HeldOutputsLimit() {
+  const char* env = std::getenv("KFORGE_HELD_OUTPUTS_MB");
+  const long long mb = env && *env ? std::atoll(env) : 4096;
+  return static_cast<uint64_t>(std::max(0LL, mb)) << 20;
+}
+
+// Empty when result.json and every listed file match their hashes, else what did not. The files
+// are read once, on all cores, and each checked as read. What was checked must be what the
+// judge later reads, and the job's folder is not the orchestrator's to trust (a process of the
+// same user outside this job's sandbox may hold a file of it open): the bytes are held in
+// `run->held` when they fit HeldOutputsLimit(), else copied into `to`, which only this process
+// writes. result.json is copied either way.
+std::string VerifiedCopy(WorkerRun* run, const std::string& hash, const fs::path& to) {
+  Result<std::string> text = ReadFile(run->dir / "result.json");
   if (!text.ok()) return "result.json is missing";
   if (Sha256Hex(*text) != hash) return "result.json does not match the SHA-256 the worker printed (it was rewritten after the worker wrote it)";
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "result.json is not a JSON object";
   const json listed = j.value("files", json::object());
+  std::vector<std::pair<std::string, std::string>> files;  // (name, digest)
+  uint64_t bytes = 0;
   for (const auto& [name, want] : listed.items()) {
-    if (name.find('/') != std::string::npos || name == ".." || !want.is_string()) return "result.json lists a bad file name: " + name;
-    Result<std::string> bytes = ReadFile(run.dir / name);
-    if (!bytes.ok() || PieceDigestHex(*bytes) != want.get<std::string>())
-      return "output file " + name + " was changed or removed after the worker wrote it";
-    if (!WriteFile(to / name, bytes->data(), bytes->size()).ok()) return "cannot copy " + name;
+    if (name.find('/') != std::string::npos || name == ".." || name.empty() || !want.is_string()) return "result.json lists a bad file name: " + name;
+    std::error_code ec;
+    bytes += fs::file_size(run->dir / name, ec);
+    files.emplace_back(name, want.get<std::string>());
+  }
+  const bool hold = bytes <= HeldOutputsLimit();
+  std::vector<std::string> contents(files.size()), failed(files.size());
+  ParallelFor(files.size(), [&](size_t i) {
+    const auto& [name, want] = files[i];
+    Result<std::string> read = ReadFile(run->dir / name);
+    if (!read.ok() || PieceDigestHex(*read) != want) {
+      failed[i] = "output file " + name + " was changed or removed after the worker wrote it";
+      return;
+    }
+    if (!hold && !WriteFile(to / name, read->data(), read->size()).ok()) failed[i] = "cannot copy " + name;
+    if (hold) contents[i] = std::move(*read);
+  });
+  for (const std::string& f : failed)
+    if (!f.empty()) return f;
+  if (hold) {
+    auto held = std::make_shared<std::map<std::string, std::string>>();
+    for (size_t i = 0; i < files.size(); ++i) (*held)[files[i].first] = std::move(contents[i]);
+    run->held = std::move(held);
   }
   if (!WriteFile(to / "result.json", text->data(), text->size()).ok()) return "cannot copy result.json";
   return "";
@@ -296,7 +335,7 @@ void VerifyPythonResult(WorkerRun* run) {
   std::string problem = hash.empty() ? "the worker printed no result hash (kforge-result line)" : "";
   Result<fs::path> fresh = MakeTempDir("pyresult");
   if (problem.empty() && !fresh.ok()) problem = fresh.status().message();
-  if (problem.empty()) problem = VerifiedCopy(*run, hash, *fresh);
+  if (problem.empty()) problem = VerifiedCopy(run, hash, *fresh);
   run->confirmed = problem.empty();
   if (problem.empty()) {
     Result<std::string> text = ReadFile(*fresh / "result.json");

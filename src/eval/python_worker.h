@@ -79,10 +79,11 @@ Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const nlohmann::json& j
                                   const PythonJobFiles& files, const Limits& limits);
 
 // A Python job started ahead of its work (job.json's "await_sets", docs/python-worker.md): its
-// supervisor and child start and import PyTorch, touch no device and hold no lock, and wait for
-// the sets, which the orchestrator gives when it knows them. The timed-reference job of a Python
+// supervisor and child start (in a warm worker where one can serve it, else cold), import
+// PyTorch and open the device under the shared device lock, then hold no lock and wait for the
+// sets, which the orchestrator gives when it knows them. The timed-reference job of a Python
 // candidate waits so while the candidate's own job runs, in a sandbox of its own: a warm
-// judgement no longer waits for its start (4.5 to 5 s on an H200).
+// judgement does not wait for its start nor for its device context.
 class StandbyPythonJob {
  public:
   // `job` is a job.json without sets; its wall-clock limit must cover the wait.
@@ -104,8 +105,10 @@ class StandbyPythonJob {
 
 // Checks what a Python job left against its supervisor's last stdout line,
 // `kforge-result <SHA-256 of result.json>`, and every file result.json lists under "files"
-// against its SHA-256; then moves the verified bytes into a fresh folder of the orchestrator's
-// (run->dir), so that nothing still running as the sandbox user can change them afterwards.
+// against its piece digest; then keeps the verified bytes where nothing still running as the
+// sandbox user can change them afterwards: in run->held (at most $KFORGE_HELD_OUTPUTS_MB, default
+// 4096, in all), else in a fresh folder of the orchestrator's; run->dir is that folder, with
+// result.json, either way.
 // No line, a mismatch or a missing file: run->result (and run->report) becomes {"error":
 // {"stage": "integrity"}} when the worker exited normally, else empty (how it ended says the rest).
 void VerifyPythonResult(WorkerRun* run);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -263,6 +265,10 @@ ProcessResult PythonZygote::Run(const ProcessSpec& spec, const fs::path& dir) {
 
 // --- The pool. ----------------------------------------------------------------------------------
 
+static std::atomic<int> per_kind_default{2};  // SetWarmPythonWorkersPerKind
+
+void SetWarmPythonWorkersPerKind(int jobs) { per_kind_default = std::clamp(2 * jobs, 2, 32); }
+
 bool WarmPythonWorkersEnabled() {
   const char* env = std::getenv("KFORGE_WARM_PYTHON");
   if (env && std::string(env) == "0") return false;
@@ -301,8 +307,8 @@ Pool& ThePool() {
 
 int PerKind() {
   const char* env = std::getenv("KFORGE_WARM_PYTHON_PER_KIND");
-  int n = env && *env ? std::atoi(env) : 2;
-  return std::clamp(n, 1, 16);
+  int n = env && *env ? std::atoi(env) : per_kind_default.load();
+  return std::clamp(n, 1, 32);
 }
 
 // Jobs that may share a zygote: the same user, interpreter, readable and writable folders and
@@ -417,9 +423,9 @@ bool Within(const std::vector<fs::path>& these, const std::vector<fs::path>& tho
 
 }  // namespace
 
-std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
-                                               const Limits& limits) {
-  if (!WarmPythonWorkersEnabled() || !runner.IsSandbox() || job.value("await_sets", false)) return std::nullopt;
+std::optional<WarmPythonJob> StartInWarmPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
+                                                     const Limits& limits) {
+  if (!WarmPythonWorkersEnabled() || !runner.IsSandbox()) return std::nullopt;
   if (job.value("interpret", false) && PreloadTriton()) return std::nullopt;
   if (!limits.isolate_processes || !limits.private_filesystem) return std::nullopt;
   const ProcessSpec like = ZygoteSandbox(job, limits);
@@ -438,10 +444,23 @@ std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json
     Release(entry);
     return std::nullopt;
   }
-  ProcessResult process = z.Run(*spec, dir);
-  WorkerRun run = FinishPythonJob(std::move(process), dir);
-  Release(entry);
-  return run;
+  WarmPythonJob started;
+  started.dir = dir;
+  started.done = std::async(std::launch::async, [entry, spec = *std::move(spec), dir] {
+    ProcessResult process = entry->zygote->Run(spec, dir);
+    WorkerRun run = FinishPythonJob(std::move(process), dir);
+    Release(entry);
+    return run;
+  });
+  return started;
+}
+
+std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
+                                               const Limits& limits) {
+  if (job.value("await_sets", false)) return std::nullopt;  // StartInWarmPythonWorker
+  std::optional<WarmPythonJob> started = StartInWarmPythonWorker(runner, job, files, limits);
+  if (!started) return std::nullopt;
+  return started->done.get();
 }
 
 void PrewarmPythonWorker(ProcessRunner& runner, const json& job, const Limits& limits) {

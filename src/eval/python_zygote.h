@@ -17,6 +17,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,12 +83,30 @@ bool PreloadTriton();
 // True unless KFORGE_WARM_PYTHON=0.
 bool WarmPythonWorkersEnabled();
 
+// How many warm workers of one kind a program that judges `jobs` candidates at once wants
+// (kforge bench -j, kforge_judge_bench --jobs): two per judgement (its candidate's job and its
+// standby timed-reference job), at most 32, unless $KFORGE_WARM_PYTHON_PER_KIND says. Call
+// before the first job.
+void SetWarmPythonWorkersPerKind(int jobs);
+
 // Runs `job` in a warm worker of this process's pool when one can serve it (started on first
-// need, at most $KFORGE_WARM_PYTHON_PER_KIND, default 2, per user and sandbox shape; only on the
+// need, at most $KFORGE_WARM_PYTHON_PER_KIND, default 2 (SetWarmPythonWorkersPerKind), per user
+// and sandbox shape; only on the
 // real sandbox runner, never on a fake); nullopt when none can, and the caller runs the job cold.
 // A pool whose zygote failed to start is not tried again by this process.
 std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const nlohmann::json& job,
                                                const PythonJobFiles& files, const Limits& limits);
+
+// A job started in a warm worker: its folder (below the zygote's root) and its result to come.
+struct WarmPythonJob {
+  std::filesystem::path dir;
+  std::future<WorkerRun> done;
+};
+
+// As RunInWarmPythonWorker, but returns once the job is handed to its zygote: for a standby job
+// (job.json "await_sets"), whose folder the orchestrator writes its sets into while it waits.
+std::optional<WarmPythonJob> StartInWarmPythonWorker(ProcessRunner& runner, const nlohmann::json& job,
+                                                     const PythonJobFiles& files, const Limits& limits);
 
 // Starts, in the background, the zygote that would serve `job` (a job.json as for
 // RunInWarmPythonWorker), unless one is there: a judgement calls it first thing, so that the

@@ -16,6 +16,7 @@
 #include "base/subprocess.h"
 #include "eval/fault_runner.h"
 #include "eval/python_worker.h"
+#include "eval/trusted_state.h"
 #include "kforge/eval.h"
 
 namespace kforge {
@@ -400,6 +401,51 @@ TEST(PythonWorkerTest, GivenAResultChangedAfterTheWorkerWroteItVerificationRefus
   EXPECT_NE(changed_file.result["error"].value("message", "").find("out_0_a_out.bin was changed"), std::string::npos)
       << changed_file.result.dump();
   for (const WorkerRun* r : {&ok, &rewritten, &changed_file}) Cleanup(*r);
+}
+
+// What was verified is what the judge reads: under $KFORGE_HELD_OUTPUTS_MB the bytes are held in
+// memory (a later write to the job's folder changes nothing read), above it copied to a folder
+// of the orchestrator's own; the trusted store keeps held bytes as files.
+TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
+  auto make = [](const char* limit_mb) {
+    setenv("KFORGE_HELD_OUTPUTS_MB", limit_mb, 1);
+    WorkerRun run;
+    run.dir = MakeTempDir("pyverify").value();
+    const std::string result = R"({"files": {"out_0_a_out.bin": ")" + PieceDigestHex("1234") + R"("}, "done": true})";
+    EXPECT_TRUE(WriteFileAtomic(run.dir / "result.json", result).ok());
+    EXPECT_TRUE(WriteFileAtomic(run.dir / "out_0_a_out.bin", "1234").ok());
+    run.process.end = ProcessResult::End::kExited;
+    run.process.exit_code = 0;
+    run.process.out = "kforge-result " + Sha256Hex(result) + "\n";
+    VerifyPythonResult(&run);
+    unsetenv("KFORGE_HELD_OUTPUTS_MB");
+    return run;
+  };
+  WorkerRun held = make("16");
+  ASSERT_TRUE(held.finished()) << held.result.dump();
+  ASSERT_TRUE(held.held && held.held->count("out_0_a_out.bin"));
+  EXPECT_FALSE(fs::exists(held.dir / "out_0_a_out.bin"));
+  EXPECT_EQ(held.ReadOutput("out_0_a_out.bin").value(), "1234");
+  const fs::path store = MakeTempDir("pyverify-store").value();
+  const char* cache = std::getenv("KFORGE_CACHE_DIR");
+  const std::string before = cache ? cache : "";
+  setenv("KFORGE_CACHE_DIR", store.c_str(), 1);
+  TrustedState trusted(true);
+  if (cache) setenv("KFORGE_CACHE_DIR", before.c_str(), 1);
+  else unsetenv("KFORGE_CACHE_DIR");
+  ASSERT_TRUE(trusted.KeepRun("k", nlohmann::json::object(), held).ok());
+  std::optional<WorkerRun> kept = trusted.FindRun("k");
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->ReadOutput("out_0_a_out.bin").value(), "1234");
+  WorkerRun copied = make("0");
+  ASSERT_TRUE(copied.finished()) << copied.result.dump();
+  EXPECT_FALSE(copied.held);
+  EXPECT_EQ(ReadFile(copied.dir / "out_0_a_out.bin").value(), "1234");
+  EXPECT_TRUE(WriteFileAtomic(copied.dir / "out_0_a_out.bin", "4321").ok());
+  EXPECT_FALSE(copied.ReadOutput("out_0_a_out.bin").ok());  // a file is checked again when read
+  for (const WorkerRun* r : {&held, &copied}) Cleanup(*r);
+  std::error_code ec;
+  fs::remove_all(store, ec);
 }
 
 TEST_F(PyTorchTest, GivenAnOutputCacheKeyedOnInputValuesFreshInputsNeverLetItHit) {

@@ -104,8 +104,17 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
   if (!run.finished()) return Status::Unavailable("the run did not finish");
   uint64_t bytes = 0;
   std::error_code ec;
+  auto held = [&run](const std::string& name) -> const std::string* {
+    if (!run.held) return nullptr;
+    auto it = run.held->find(name);
+    return it == run.held->end() ? nullptr : &it->second;
+  };
   for (const auto& [name, digest] : run.report.files) {
     if (!SafeName(name)) return Status::Unavailable("the run names a file '" + name + "'");
+    if (const std::string* h = held(name)) {
+      bytes += h->size();
+      continue;
+    }
     bytes += fs::file_size(run.dir / name, ec);
     if (ec) return Status::Unavailable("its file " + name + " is missing: " + ec.message());
   }
@@ -125,7 +134,8 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
   Status status = WriteFile(stage / "result.json", text.data(), text.size());
   for (const auto& [name, digest] : run.report.files) {
     if (!status.ok()) break;
-    status = LinkOrCopy(run.dir / name, stage / name);
+    const std::string* h = held(name);
+    status = h ? WriteFile(stage / name, h->data(), h->size()) : LinkOrCopy(run.dir / name, stage / name);
   }
   json k = {{"result_sha256", Sha256Hex(text)}, {"fields", fields}, {"kept_at", NowIso(std::time(nullptr))}, {"bytes", bytes}};
   if (status.ok()) status = WriteFile(stage / "kept.json", k.dump(1).data(), k.dump(1).size());

@@ -77,6 +77,8 @@ void WorkerRun::SetResult(nlohmann::json j) {
 
 Result<std::string> WorkerRun::ReadOutput(const std::string& file) const {
   if (file.empty() || file.find('/') != std::string::npos) return Status::InvalidArgument("bad output file name '" + file + "'");
+  if (held)
+    if (auto it = held->find(file); it != held->end()) return it->second;
   KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
   auto recorded = report.files.find(file);
   if (recorded != report.files.end() && recorded->second != PieceDigestHex(bytes))

@@ -5,6 +5,8 @@
 #define KFORGE_EVAL_WORKER_CLIENT_H_
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct WorkerRun {
   WorkerReport report;
   bool malformed = false;
   std::filesystem::path dir;                          // the job folder; removed by Cleanup
+  // Output files verified against result.json and held in memory instead of copied into `dir`
+  // (a Python job's, VerifyPythonResult): ReadOutput and TrustedState::KeepRun take them from here.
+  std::shared_ptr<const std::map<std::string, std::string>> held;
   std::string last_stage;                             // from the worker's stderr progress lines
   // The worker's supervisor printed result.json's SHA-256 on its stdout (a channel candidate
   // code never holds) and the file still matches it. Without that, result.json is only a
@@ -37,7 +42,8 @@ struct WorkerRun {
   // Sets `result` and parses it into `report` (and `malformed`): every change of the result
   // goes through here, so that the two agree.
   void SetResult(nlohmann::json j);
-  // An output file, checked against the SHA-256 the supervisor recorded for it in result.json.
+  // An output file, checked against the digest the supervisor recorded for it in result.json
+  // (held files were checked when they were taken).
   Result<std::string> ReadOutput(const std::string& file) const;
 };
 

@@ -3,6 +3,7 @@
 #include "loop/forge.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -103,6 +105,9 @@ std::string ConfirmLabel(const AttemptRow& a) { return a.phase == "seed" ? "seed
 class ForgeRun {
  public:
   ForgeRun(ForgeOptions o, ForgeDeps& d, RunRow run) : options_(std::move(o)), deps_(d), run_(std::move(run)) {}
+  ~ForgeRun() { JoinAhead(); }
+  ForgeRun(const ForgeRun&) = delete;
+  ForgeRun& operator=(const ForgeRun&) = delete;
   Result<ForgeSummary> Run();
 
  private:
@@ -117,6 +122,14 @@ class ForgeRun {
   Status WriteFiles(const AttemptRow& a, fs::path* main);
   Status EvaluateAttempt(AttemptRow& a);
   Status BuildAhead(const std::vector<AttemptRow>& batch);
+  // Judging ahead (ForgeOptions::judge_jobs): the batch's judgements start now, `jobs` at once;
+  // EvaluateAttempt takes each one's verdict and records it as it would its own judgement.
+  struct AheadVerdict {
+    Result<Verdict> verdict = Status::Internal("not judged");
+    double started = 0, ended = 0;
+  };
+  void JudgeAhead(const std::vector<AttemptRow>& batch);
+  void JoinAhead();
   std::string DeniedPattern(const AttemptRow& a) const;
   // A verdict given without running the judge.
   Verdict UnjudgedVerdict(VerdictStatus status, const std::string& gate, const std::string& message) const;
@@ -166,6 +179,8 @@ class ForgeRun {
   std::mutex reload_mu_;  // CallModel reloads from the parallel generation threads
   std::unique_ptr<CompileFarm> farm_;  // made for the first batch of several candidates
   std::map<int64_t, double> ready_at_;  // attempt -> when its candidate existed (for its queue time)
+  std::map<int64_t, std::shared_future<AheadVerdict>> ahead_;  // attempt -> its judgement, started ahead
+  std::vector<std::thread> ahead_threads_;
   bool images_warned_ = false;  // the progress line said once why the analyst gets no images
   // --transfer's kernel as the generation prompts show it (read once, by Prepare); "" for none.
   std::string transfer_text_;
@@ -324,10 +339,21 @@ Status ForgeRun::EvaluateAttempt(AttemptRow& a) {
   EvalOptions eo = options_.eval;
   eo.backend = options_.backend;
   if (a.phase == "tune") eo.baselines = false;
-  Result<Verdict> v = Judge(a, main, eo);
+  Result<Verdict> v = Status::Internal("not judged");
+  double t1 = 0;
+  if (auto it = ahead_.find(a.number); it != ahead_.end()) {
+    AheadVerdict ahead = it->second.get();  // its own start and end, not this wait
+    ahead_.erase(it);
+    v = std::move(ahead.verdict);
+    t0 = ahead.started;
+    t1 = ahead.ended;
+  } else {
+    v = Judge(a, main, eo);
+    t1 = Now();
+  }
   if (!v.ok()) return v.status();
-  KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", Now() - t0}));
-  a.seconds_json = AttemptSeconds(*v, Now() - t0, ready_at_.count(a.number) ? t0 - ready_at_[a.number] : 0).dump();
+  KF_RETURN_IF_ERROR(deps_.store->AddStage({run_.id, a.number, "evaluate", t1 - t0}));
+  a.seconds_json = AttemptSeconds(*v, t1 - t0, ready_at_.count(a.number) ? t0 - ready_at_[a.number] : 0).dump();
   a.state = "done";
   a.status = VerdictStatusName(v->status);
   a.verdict_json = v->ToJson().dump();
@@ -361,6 +387,44 @@ Status ForgeRun::BuildAhead(const std::vector<AttemptRow>& batch) {
   if (MayJudgeWhileBuilding(options_.backend)) return Status::Ok();
   farm_->Wait();
   return deps_.store->AddStage({run_.id, -1, "build", Now() - t0});
+}
+
+void ForgeRun::JudgeAhead(const std::vector<AttemptRow>& batch) {
+  int jobs = options_.judge_jobs > 0 ? options_.judge_jobs : MayJudgeWhileBuilding(options_.backend) ? options_.candidates : 1;
+  struct Item {
+    AttemptRow attempt;
+    fs::path main;
+    std::promise<AheadVerdict> done;
+  };
+  auto items = std::make_shared<std::vector<Item>>();
+  for (const AttemptRow& a : batch) {
+    fs::path main;
+    if (a.source.empty() || a.state != "generating" || !WriteFiles(a, &main).ok()) continue;  // EvaluateAttempt says why
+    items->push_back({a, main, {}});
+  }
+  jobs = std::min<int>(jobs, static_cast<int>(items->size()));
+  if (jobs < 2) return;
+  for (Item& item : *items) ahead_[item.attempt.number] = item.done.get_future().share();
+  EvalOptions eo = options_.eval;
+  eo.backend = options_.backend;
+  auto next = std::make_shared<std::atomic<size_t>>(0);
+  for (int j = 0; j < jobs; ++j)
+    ahead_threads_.emplace_back([this, items, next, eo] {
+      for (size_t i; (i = (*next)++) < items->size();) {
+        AheadVerdict r;
+        r.started = Now();
+        r.verdict = Judge((*items)[i].attempt, (*items)[i].main, eo);
+        r.ended = Now();
+        (*items)[i].done.set_value(std::move(r));
+      }
+    });
+}
+
+// Every judgement started ahead has ended (the batch is recorded, or the run is ending early).
+void ForgeRun::JoinAhead() {
+  for (std::thread& t : ahead_threads_) t.join();
+  ahead_threads_.clear();
+  ahead_.clear();
 }
 
 // An earlier attempt of this run with the same source (a model often returns its parent, or
@@ -968,10 +1032,11 @@ Status ForgeRun::Optimize() {
     for (AttemptRow& a : batch) gens.push_back(std::async(std::launch::async, [this, &a, ctx] { return GenerateInto(a, ctx); }));
     for (auto& g : gens) KF_RETURN_IF_ERROR(g.get());
     KF_RETURN_IF_ERROR(BuildAhead(batch));
-    for (AttemptRow& a : batch) {
-      KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+    JudgeAhead(batch);
+    for (AttemptRow& a : batch) KF_RETURN_IF_ERROR(EvaluateAttempt(a));
+    JoinAhead();
+    for (AttemptRow& a : batch)
       if (!IsCorrect(a)) KF_RETURN_IF_ERROR(Functional(pass, &a).status());
-    }
     no_gain = best_ && best_->median_ms < before * 0.98 ? 0 : no_gain + 1;
     if (no_gain >= options_.patience) break;
   }
@@ -1136,7 +1201,7 @@ json ForgeOptions::ToJson() const {
   return {{"problem", problem}, {"backend", backend}, {"model", model}, {"analyst_model", analyst_model},
           {"generator_llm", RoleToJson(generator_llm)}, {"analyst_llm", RoleToJson(analyst_llm)},
           {"generator_prompt", generator_prompt.ToJson()}, {"analyst_prompt", analyst_prompt.ToJson()},
-          {"iterations", iterations}, {"candidates", candidates}, {"functional_attempts", functional_attempts},
+          {"iterations", iterations}, {"candidates", candidates}, {"judge_jobs", judge_jobs}, {"functional_attempts", functional_attempts},
           {"max_evaluations", max_evaluations}, {"max_tokens", max_tokens}, {"max_cost_usd", max_cost_usd},
           {"max_seconds", max_seconds}, {"sol_target", sol_target}, {"patience", patience},
           {"instructions", instructions}, {"context_files", context_files}, {"deny", deny},
@@ -1162,6 +1227,7 @@ ForgeOptions ForgeOptions::FromJson(const json& j) {
   o.analyst_prompt = PromptLimits::FromJson(j.value("analyst_prompt", json::object()));
   o.iterations = j.value("iterations", o.iterations);
   o.candidates = j.value("candidates", o.candidates);
+  o.judge_jobs = j.value("judge_jobs", o.judge_jobs);
   o.functional_attempts = j.value("functional_attempts", o.functional_attempts);
   o.max_evaluations = j.value("max_evaluations", o.max_evaluations);
   o.max_tokens = j.value("max_tokens", o.max_tokens);

@@ -47,6 +47,10 @@ struct ForgeOptions {
   PromptLimits generator_prompt, analyst_prompt;
   int iterations = 5;            // optimization passes
   int candidates = 1;            // candidates per pass, generated in parallel
+  // Candidates of a pass judged at once (each in its own sandboxed processes; timed runs take
+  // the device one at a time); their verdicts are recorded in order. 0: all of them where the
+  // device is not the host CPU (eval/compile_farm.h MayJudgeWhileBuilding), else 1.
+  int judge_jobs = 0;
   int functional_attempts = 4;   // generations to reach a correct kernel (and per repair)
   int max_evaluations = 40;      // offline tuner: evaluations at most
   int64_t max_tokens = 0;        // 0 = no limit

@@ -682,6 +682,35 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
   EXPECT_GT(json::parse(attempts[2].seconds_json).value("queue", 0.0), json::parse(attempts[1].seconds_json).value("queue", 1e9));
 }
 
+// --judge-jobs 2: both candidates of the pass are judged at once (on the CPU the kforge-worker
+// jobs still take the device one at a time), and their verdicts are recorded in order.
+TEST_F(ForgeLoopTest, GivenTwoJudgeJobsBothCandidatesOfAPassAreJudgedAtOnce) {
+  ScriptedModelServer server(Protocol::kOpenAiChat,
+                             {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"),
+                              CodeAnswer("fast.cc"),
+                              "```cpp\n" + std::string(kSecondSample) + ReadAnswer("fast.cc") + "```\n"});
+  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
+  ASSERT_TRUE(c.client);
+  Workspace w("judge-jobs");
+  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+  ForgeOptions o = LoopOptions(c.model);
+  o.candidates = 2;
+  o.judge_jobs = 2;
+  Result<ForgeSummary> s = StartRun(o, deps);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"correct", "correct", "correct"}));
+  EXPECT_EQ(attempts[1].number + 1, attempts[2].number);
+  const json first = json::parse(attempts[1].seconds_json), second = json::parse(attempts[2].seconds_json);
+  // The second judgement started before the first one ended (one at a time, it would start after).
+  EXPECT_LT(second.value("queue", 1e9), first.value("queue", 0.0) + first.value("evaluate", 0.0)) << first << " " << second;
+  EXPECT_GT(second.value("evaluate", 0.0), 0);
+  Result<RunRow> run = w.store->GetRun(s->run_id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(ForgeOptions::FromJson(json::parse(run->config_json)).judge_jobs, 2);  // a resumed run judges alike
+}
+
 // A model that returns its parent verbatim (real ones often do): the copy is not judged again,
 // its verdict says which attempt it repeats, and the repair prompt tells the model so.
 TEST_F(ForgeLoopTest, GivenACandidateIdenticalToItsParentItIsNotJudgedAgainAndTheModelIsTold) {
