@@ -18,8 +18,12 @@ same polynomials evaluated with the same float64 operations in the same order (+
 sqrt, each rounded once by IEEE, and no fused multiply-add in either), so the values are
 bit-exact too.
 
-`python3 kforge_inputs.py dump <cases.json> <folder>` writes each case's bytes to
-<folder>/<index>.bin (the cross-check test, src/eval/inputs_test.cc).
+On an accelerator the child draws with PyTorch instead (torch_values: the same operations on
+int64 and float64 tensors, bit-exact too).
+
+`python3 kforge_inputs.py dump <cases.json> <folder> [--torch <device>]` writes each case's
+bytes to <folder>/<index>.bin, drawn by numpy or by PyTorch on <device> (the cross-check
+tests, src/eval/inputs_test.cc).
 """
 import json
 import os
@@ -159,12 +163,128 @@ def host_bytes(gen, dtype, dims, seed, magnitude):
     return cast(np, values(gen, n, seed, magnitude), dtype).tobytes()
 
 
+# --- The same draws by PyTorch operations where the tensor lives (a GPU: milliseconds for what
+# numpy takes a fifth of a second over on the host). int64 tensors stand for uint64: + and *
+# wrap alike in two's complement, and a right shift is made logical by masking the sign's copies.
+# Each operation is one PyTorch call, so nothing is fused (no multiply-add) and every float64
+# operation rounds once, as in numpy and inputs.cc.
+
+TORCH_CHUNK = 1 << 24  # elements at a time on an accelerator
+
+
+def _signed(u):
+    return u - (1 << 64) if u >= 1 << 63 else u
+
+
+def _shr(x, k):
+    """Logical right shift of an int64 tensor holding uint64 bits."""
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def _tmix(x):
+    x = x ^ _shr(x, 30)
+    x = x * _signed(M1)
+    x = x ^ _shr(x, 27)
+    x = x * _signed(M2)
+    return x ^ _shr(x, 31)
+
+
+def _tdraws(torch, state, first, count, device):
+    i = torch.arange(first + 1, first + count + 1, dtype=torch.int64, device=device)
+    return _shr(_tmix(i * _signed(GOLDEN) + _signed(state)), 11)
+
+
+def _tln(torch, u):
+    bits = u.view(torch.int64)  # u > 0: the sign bit is clear
+    e = ((bits >> 52) & 0x7ff) - 1023
+    m = ((bits & 0x000fffffffffffff) | 0x3ff0000000000000).view(torch.float64)
+    big = m > 1.4142135623730951
+    m = torch.where(big, m * 0.5, m)
+    e = e.to(torch.float64) + big.to(torch.float64)
+    t = (m - 1.0) / (m + 1.0)
+    t2 = t * t
+    p = t2 * 0.09090909090909091 + 0.1111111111111111
+    for c in (0.14285714285714285, 0.2, 0.3333333333333333, 1.0):
+        p = p * t2 + c
+    return e * 0.6931471805599453 + 2.0 * t * p
+
+
+def _tcos_sin_2pi(torch, u):
+    f4 = u * 4.0
+    q = torch.floor(f4)
+    a = (f4 - q) * 1.5707963267948966
+    a2 = a * a
+    pc = a2 * 4.779477332387385e-14 + -1.1470745597729725e-11
+    for c in (2.08767569878681e-09, -2.755731922398589e-07, 2.48015873015873e-05,
+              -0.001388888888888889, 0.041666666666666664, -0.5, 1.0):
+        pc = pc * a2 + c
+    ps = a2 * -7.647163731819816e-13 + 1.6059043836821613e-10
+    for c in (-2.505210838544172e-08, 2.7557319223985893e-06, -0.0001984126984126984,
+              0.008333333333333333, -0.16666666666666666, 1.0):
+        ps = ps * a2 + c
+    ps = ps * a
+    cos = torch.where(q == 0, pc, torch.where(q == 1, -ps, torch.where(q == 2, -pc, ps)))
+    sin = torch.where(q == 0, ps, torch.where(q == 1, pc, torch.where(q == 2, -ps, -pc)))
+    return cos, sin
+
+
+def _tdraw(torch, gen, state, start, count, magnitude, device):
+    kind, a, b = gen["kind"], float(gen["a"]), float(gen["b"])
+    scale = 1.0 / 9007199254740992.0
+    if kind == "normal":
+        pairs = (count + 1) // 2
+        d = _tdraws(torch, state, start, 2 * pairs, device)
+        u1 = (d[0::2] + 1).to(torch.float64) * scale
+        u2 = d[1::2].to(torch.float64) * scale
+        del d
+        r = torch.sqrt(_tln(torch, u1) * -2.0)
+        cos, sin = _tcos_sin_2pi(torch, u2)
+        x = torch.empty(2 * pairs, dtype=torch.float64, device=device)
+        x[0::2] = (r * cos) * b + a
+        x[1::2] = (r * sin) * b + a
+        x = x[:count]
+        if gen.get("positive", False):
+            x = x.abs()
+        return x * magnitude
+    u = _tdraws(torch, state, start, count, device).to(torch.float64) * scale
+    if kind == "uniform":
+        return (u * (b - a) + a) * magnitude
+    if kind == "integers":
+        return torch.floor(u * (b - a + 1)) + a
+    raise ValueError("unknown distribution kind %r (normal, uniform, integers)" % kind)
+
+
+def torch_values(torch, gen, n, seed, magnitude, device):
+    """All n elements of one input as a float64 tensor on `device`: values() by PyTorch."""
+    state = mix_int(int(gen["key_hash"]) ^ mix_int(int(seed)))
+    out = torch.empty(n, dtype=torch.float64, device=device)
+    chunk = CHUNK if torch.device(device).type == "cpu" else TORCH_CHUNK
+    for s in range(0, n, chunk):
+        out[s:s + chunk] = _tdraw(torch, gen, state, s, min(chunk, n - s), float(magnitude), device)
+    return out
+
+
+def torch_cast(torch, x, dtype):
+    """cast() by PyTorch: float64 -> dtype, round to nearest (16-bit floats through float32)."""
+    if dtype == "float64":
+        return x
+    if dtype in ("float32", "float16", "bfloat16"):
+        f = x.to(torch.float32)
+        return f if dtype == "float32" else f.to(torch.float16 if dtype == "float16" else torch.bfloat16)
+    if dtype in ("int32", "int64"):
+        return x.to(torch.int32 if dtype == "int32" else torch.int64)
+    raise ValueError("unsupported dtype %r" % dtype)
+
+
 def tensor(torch, gen, dtype, dims, seed, magnitude, device):
-    """The input as a torch tensor on `device`: drawn on the host, then uploaded."""
-    import numpy as np
+    """The input as a torch tensor on `device`: drawn there by PyTorch where it is an
+    accelerator, else on the host by numpy."""
     n = 1
     for d in dims:
         n *= int(d)
+    if torch.device(device).type != "cpu":
+        return torch_cast(torch, torch_values(torch, gen, n, seed, magnitude, device), dtype).reshape([int(d) for d in dims])
+    import numpy as np
     a = cast(np, values(gen, n, seed, magnitude), dtype)
     if dtype == "bfloat16":
         t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
@@ -175,18 +295,29 @@ def tensor(torch, gen, dtype, dims, seed, magnitude, device):
     return t.reshape([int(d) for d in dims]).to(device)
 
 
-def dump(cases_file, folder):
+def dump(cases_file, folder, device=None):
+    """Each case's bytes; with `device`, drawn by PyTorch there (torch_values)."""
     with open(cases_file) as f:
         cases = json.load(f)
     for k, c in enumerate(cases):
-        data = host_bytes(c["gen"], c["dtype"], c["dims"], c["seed"], c["magnitude"])
+        if device:
+            import torch
+            n = 1
+            for d in c["dims"]:
+                n *= int(d)
+            t = torch_cast(torch, torch_values(torch, c["gen"], n, c["seed"], c["magnitude"], device), c["dtype"])
+            if c["dtype"] in ("float16", "bfloat16"):
+                t = t.view(torch.int16)
+            data = t.cpu().numpy().tobytes()
+        else:
+            data = host_bytes(c["gen"], c["dtype"], c["dims"], c["seed"], c["magnitude"])
         with open(os.path.join(folder, "%d.bin" % k), "wb") as f:
             f.write(data)
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "dump":
-        sys.exit(dump(sys.argv[2], sys.argv[3]))
-    print("usage: kforge_inputs.py dump <cases.json> <folder>", file=sys.stderr)
+    if len(sys.argv) in (4, 6) and sys.argv[1] == "dump" and (len(sys.argv) == 4 or sys.argv[4] == "--torch"):
+        sys.exit(dump(sys.argv[2], sys.argv[3], sys.argv[5] if len(sys.argv) == 6 else None))
+    print("usage: kforge_inputs.py dump <cases.json> <folder> [--torch <device>]", file=sys.stderr)
     sys.exit(2)

@@ -62,7 +62,9 @@ const char* KindName(Distribution::Kind k) {
                                              : "integers";
 }
 
-TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
+// Runs kforge_inputs.py dump on every case (with `torch_device`, drawn by PyTorch there) and
+// compares its bytes with GenerateTensor's.
+void ExpectPythonDrawsWhatGenerateTensorDraws(const std::string& torch_device) {
   fs::path dir = MakeTempDir("inputs-test").value();
   json cases = json::array();
   for (const Case& c : Cases())
@@ -80,13 +82,15 @@ TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
   ASSERT_TRUE(WriteFile(dir / "cases.json", text.data(), text.size()).ok());
   const std::string cmd =
       PythonInterpreter() + " " + (DataDir() / "python" / "kforge_inputs.py").string() + " dump " +
-      (dir / "cases.json").string() + " " + dir.string() + " 2>" + (dir / "err").string();
+      (dir / "cases.json").string() + " " + dir.string() + (torch_device.empty() ? "" : " --torch " + torch_device) +
+      " 2>" + (dir / "err").string();
   if (std::system(cmd.c_str()) != 0) {
     Result<std::string> err = ReadFile(dir / "err");
     if (err.ok() && (err->find("No module named 'numpy'") != std::string::npos ||
+                     err->find("No module named 'torch'") != std::string::npos ||
                      err->find("not found") != std::string::npos))
       GTEST_SKIP() << PythonInterpreter()
-                   << " has no numpy or is missing (scripts/setup installs the worker's Python): "
+                   << " has no numpy (or PyTorch) or is missing (scripts/setup installs the worker's Python): "
                    << *err;
     FAIL() << cmd << ":\n" << (err.ok() ? *err : "");
   }
@@ -106,11 +110,22 @@ TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
     if (differ) {
       double a = values[first], b = 0;
       ToDouble(c.dtype, py->data() + first * width, 1, &b);
-      ADD_FAILURE() << c.key << " (" << DTypeName(c.dtype) << "): " << differ << " elements differ, the first "
-                    << first << ": C++ " << a << ", Python " << b;
+      ADD_FAILURE() << c.key << " (" << DTypeName(c.dtype) << (torch_device.empty() ? "" : ", PyTorch on " + torch_device)
+                    << "): " << differ << " elements differ, the first " << first << ": C++ " << a << ", Python " << b;
     }
   }
   fs::remove_all(dir);
+}
+
+TEST(InputsTest, GivenTheSameKeyHashAndSeedPythonDrawsWhatGenerateTensorDraws) {
+  ExpectPythonDrawsWhatGenerateTensorDraws("");
+}
+
+// The child draws a timed run's inputs with PyTorch where they live (torch_values): on the CPU
+// here, on the GPU where KFORGE_TORCH_DEVICE says (scripts/gpu-check).
+TEST(InputsTest, GivenTheSameKeyHashAndSeedPyTorchDrawsWhatGenerateTensorDraws) {
+  const char* device = std::getenv("KFORGE_TORCH_DEVICE");
+  ExpectPythonDrawsWhatGenerateTensorDraws(device && *device ? device : "cpu");
 }
 
 // The polynomial Box-Muller is a normal distribution: moments, tails and the share within one
