@@ -657,6 +657,11 @@ class Supervisor:
         exclusive lock: the round trip the wall clock adds (overhead_ms) and what preparing and
         collecting a run of these sizes costs when nothing moved work there."""
         self.stage("calibrate")
+        # One null run first under the shared lock, its numbers dropped: what the command path
+        # does only once in a process (CUDA loads each kernel it first uses, allocators grow)
+        # is not paid while the device is held for this job alone.
+        self.lock(exclusive=False)
+        self.one_run(sets[0], secrets.randbits(63) if self.fresh() else None, True)
         self.lock(exclusive=True)
         # As precise as the timing; the cache flush (hundreds of milliseconds on a large CPU
         # cache) only in every FLUSH_EVERY-th run, which alone calibrate preparing a run.
