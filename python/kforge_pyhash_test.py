@@ -4,6 +4,7 @@ PyTorch: each distinct value is hashed once, however many tensor objects show it
 Run: /usr/bin/python3 -m unittest kforge_pyhash_test (from python/), or ctest -R PyHashTest.
 """
 import hashlib
+import os
 import types
 import unittest
 
@@ -215,7 +216,8 @@ class SharedHandOverTest(unittest.TestCase):
         import mmap
         import kforge_pyworker
         self.w = kforge_pyworker
-        self.sup = types.SimpleNamespace(region=mmap.mmap(-1, 64, flags=mmap.MAP_SHARED), chan=None, copy=None)
+        self.sup = types.SimpleNamespace(region=mmap.mmap(-1, 64, flags=mmap.MAP_SHARED), chan=None, copies={})
+        self.sup.copied_outputs = lambda sizes, keep=False, slot=0: self.w.Supervisor.copied_outputs(self.sup, sizes, keep, slot)
         self.expected = [{"name": "y", "dtype": "float32", "dims": [4]}, {"name": "z", "dtype": "int64", "dims": [2]}]
 
     def feed(self, reply, sinks):
@@ -238,6 +240,26 @@ class SharedHandOverTest(unittest.TestCase):
         self.feed(reply, [first, lambda p: got[1].append(bytes(p))])
         self.assertEqual(b"".join(got[0]), bytes(range(16)))
         self.assertEqual(b"".join(got[1]), bytes(range(16, 32)))
+
+    def test_a_copy_in_one_slot_outlives_the_next_runs_copy_in_the_other(self):
+        # run_checks writes run k's files from one slot while run k + 1 is copied into the other.
+        self.sup.region[:32] = bytes(range(32))
+        first = self.sup.copied_outputs([16, 16], slot=0)
+        self.sup.region[:32] = bytes(range(100, 132))
+        second = self.sup.copied_outputs([16, 16], slot=1)
+        self.assertEqual([bytes(v) for v in first], [bytes(range(16)), bytes(range(16, 32))])
+        self.assertEqual([bytes(v) for v in second], [bytes(range(100, 116)), bytes(range(116, 132))])
+        self.assertTrue(first[0].readonly)
+
+    def test_check_files_written_off_the_main_thread_are_named_by_their_piece_digest(self):
+        import tempfile
+        folder = tempfile.mkdtemp()
+        data = [bytes(range(16)), bytes(range(200, 216))]
+        digests = self.w.write_files(folder, ["out_0_a_y.bin", "out_0_a_z.bin"], [memoryview(d) for d in data])
+        for name, d, digest in zip(["out_0_a_y.bin", "out_0_a_z.bin"], data, digests):
+            with open(os.path.join(folder, name), "rb") as f:
+                self.assertEqual(f.read(), d)
+            self.assertEqual(digest, hashlib.sha256(hashlib.sha256(d).digest()).hexdigest())
 
     def test_outputs_in_a_region_it_was_not_given_break_the_protocol(self):
         self.sup.region = None

@@ -136,6 +136,17 @@ class Scanner:
         return cls.pool.submit(fn, *args)
 
 
+def write_files(folder, names, views):
+    """Each view into <folder>/<name> through a FileSink; their digests, in order."""
+    digests = []
+    for name, view in zip(names, views):
+        sink = FileSink(folder, name)
+        for k in range(0, len(view), CHUNK):
+            sink(view[k:k + CHUNK])
+        digests.append(sink.close())
+    return digests
+
+
 def piece_digest(pieces):
     """The digest of a blob from the SHA-256 of each of its PIECE-byte pieces, in order: the
     SHA-256 of their concatenation (of nothing for an empty blob). Files are named by it
@@ -227,7 +238,8 @@ class Supervisor:
         self.lock_handle = None
         self.samples = []   # reservoir of timed runs whose outputs become files, kept until the end
         self.region = None  # shared pages for the child's outputs (shared_region)
-        self.copy = None    # the supervisor's copy of them (feed_outputs)
+        self.copies = {}    # the supervisor's reused copies of them, by slot (copied_outputs)
+        self.writer = None  # the thread that writes check outputs (run_checks)
         self.output_tail = bytearray()
         self.output_total = 0
         self.flooded = False
@@ -315,19 +327,27 @@ class Supervisor:
             for n, sink in zip(sizes, sinks):
                 self.chan.read_blob(n, sink)
             return
+        for view, sink in zip(self.copied_outputs(sizes, keep), sinks):
+            for k in range(0, len(view), CHUNK):
+                sink(view[k:k + CHUNK])
+
+    def copied_outputs(self, sizes, keep=False, slot=0):
+        """The outputs in the shared region, copied out once into reused buffer `slot` (or, with
+        `keep`, a fresh one): a read-only view per output."""
         total = sum(sizes)
         if keep:
             view = memoryview(bytes(memoryview(self.region)[:total]))
         else:
-            if self.copy is None or len(self.copy) < total:
-                self.copy = bytearray(total)
-            self.copy[:total] = memoryview(self.region)[:total]
-            view = memoryview(self.copy)[:total].toreadonly()
-        offset = 0
-        for n, sink in zip(sizes, sinks):
-            for k in range(0, n, CHUNK):
-                sink(view[offset + k:offset + min(n, k + CHUNK)])
+            buf = self.copies.get(slot)
+            if buf is None or len(buf) < total:
+                buf = self.copies[slot] = bytearray(total)
+            buf[:total] = memoryview(self.region)[:total]
+            view = memoryview(buf)[:total].toreadonly()
+        views, offset = [], 0
+        for n in sizes:
+            views.append(view[offset:offset + n])
             offset += n
+        return views
 
     def drain_output(self, fd):
         """Keeps the tail of the child's stdout and stderr; a flood kills the child."""
@@ -561,39 +581,68 @@ class Supervisor:
         self.check_digests = {}  # output name -> {digest: "check run <set><letter>"}
         self.checked = {}  # (set, output name) -> digests of its check runs
         twice = self.spec.get("check_twice", True)
-        for n, i in enumerate(self.spec.get("checks", [])):
-            entry = {"set": i}
-            runs = ((0, "a"), (1, "b")) if twice else ((0, "a"),)
-            for which, letter in runs:
-                self.stage("check set %d run %s" % (i, letter))
-                record = n == 0 and letter == "a" and self.spec["mode"] == "candidate"
-                r = self.call({"cmd": "check", "set": i, "which": which, "before": letter == "a",
-                               "after": letter == runs[-1][1], "record_kernels": record})
-                if record:
-                    res.data["kernels"] = kernels_record(r.get("kernels"))
-                    self.child_seconds(r)
-                expected = self.spec["sets"][i]["outputs"]
-                names = ["out_%d_%s_%s.bin" % (i, letter, d["name"]) for d in expected]
-                files = [FileSink(self.folder, name) for name in names]
-                self.feed_outputs(r, expected, files)
-                for d, name, sink in zip(expected, names, files):
-                    # The file's piece digest is the one timed outputs are told apart by
-                    # (OutputProbe: the same PIECE-byte pieces).
-                    digest = res.data["files"][name] = sink.close()
-                    self.check_digests.setdefault(d["name"], {}).setdefault(digest, "check run %d%s" % (i, letter))
-                    self.checked.setdefault((i, d["name"]), set()).add(digest)
-                if r.get("overrun"):
-                    entry["overrun"] = r["overrun"]
-                entry["ms_" + letter] = r["ms"]
-                for k in ("input_hashes_before", "input_hashes_after"):
-                    if k in r:
-                        entry[k] = r[k]
-                if n == 0 and letter == "a":
-                    res.data["threads_after_first_run"] = self.threads()
-            res.data["checks"].append(entry)
-            res.save()
+        slot = 0
+        try:
+            for n, i in enumerate(self.spec.get("checks", [])):
+                entry = {"set": i}
+                runs = ((0, "a"), (1, "b")) if twice else ((0, "a"),)
+                for which, letter in runs:
+                    self.stage("check set %d run %s" % (i, letter))
+                    record = n == 0 and letter == "a" and self.spec["mode"] == "candidate"
+                    r = self.call({"cmd": "check", "set": i, "which": which, "before": letter == "a",
+                                   "after": letter == runs[-1][1], "record_kernels": record})
+                    if record:
+                        res.data["kernels"] = kernels_record(r.get("kernels"))
+                        self.child_seconds(r)
+                    expected = self.spec["sets"][i]["outputs"]
+                    names = ["out_%d_%s_%s.bin" % (i, letter, d["name"]) for d in expected]
+                    sizes = self.expect_outputs(r, expected)
+                    if "shared" in r:
+                        # Written and digested on a thread of their own while the child runs the
+                        # next check: one write in flight, from one of two reused copies (a copy
+                        # is reused two runs later, after its write was settled).
+                        views = self.copied_outputs(sizes, slot=slot)
+                        slot ^= 1
+                        self.settle_check_files()
+                        if self.writer is None:
+                            from concurrent.futures import ThreadPoolExecutor
+                            Scanner.submit(lambda: None)  # the scan pool made on this thread, once
+                            self.writer = ThreadPoolExecutor(max_workers=1)
+                        self.check_files = (self.writer.submit(write_files, self.folder, names, views), i, letter, expected, names)
+                    else:
+                        files = [FileSink(self.folder, name) for name in names]
+                        for k, sink in zip(sizes, files):
+                            self.chan.read_blob(k, sink)
+                        self.settle_check_files()
+                        self.check_files = ([f.close() for f in files], i, letter, expected, names)
+                    if r.get("overrun"):
+                        entry["overrun"] = r["overrun"]
+                    entry["ms_" + letter] = r["ms"]
+                    for k in ("input_hashes_before", "input_hashes_after"):
+                        if k in r:
+                            entry[k] = r[k]
+                    if n == 0 and letter == "a":
+                        res.data["threads_after_first_run"] = self.threads()
+                res.data["checks"].append(entry)
+                res.save()
+        finally:
+            self.settle_check_files()  # every check file written so far is listed, however the checks end
         res.data["threads_after_checks"] = self.threads()
         res.save()
+
+    def settle_check_files(self):
+        """Waits for the check files being written (run_checks) and records their digests."""
+        pending, self.check_files = getattr(self, "check_files", None), None
+        if pending is None:
+            return
+        written, i, letter, expected, names = pending
+        digests = written if isinstance(written, list) else written.result()
+        for d, name, digest in zip(expected, names, digests):
+            # The file's piece digest is the one timed outputs are told apart by (OutputProbe:
+            # the same PIECE-byte pieces).
+            self.res.data["files"][name] = digest
+            self.check_digests.setdefault(d["name"], {}).setdefault(digest, "check run %d%s" % (i, letter))
+            self.checked.setdefault((i, d["name"]), set()).add(digest)
 
     def expect_outputs(self, r, expected):
         """The child's outputs must be the expected ones, byte for byte in size (a trusted check
