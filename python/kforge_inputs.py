@@ -61,6 +61,23 @@ def uniforms(np, state, first, count):
     return draws(np, state, first, count).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
+# The polynomials of inputs.cc, highest power first, evaluated by horner() in numpy and PyTorch.
+LN_COEFFS = (0.09090909090909091, 0.1111111111111111, 0.14285714285714285, 0.2, 0.3333333333333333, 1.0)
+COS_COEFFS = (4.779477332387385e-14, -1.1470745597729725e-11, 2.08767569878681e-09, -2.755731922398589e-07,
+              2.48015873015873e-05, -0.001388888888888889, 0.041666666666666664, -0.5, 1.0)
+SIN_COEFFS = (-7.647163731819816e-13, 1.6059043836821613e-10, -2.505210838544172e-08, 2.7557319223985893e-06,
+              -0.0001984126984126984, 0.008333333333333333, -0.16666666666666666, 1.0)
+
+
+def horner(x, coeffs):
+    """coeffs[0] x^(n-1) + ... + coeffs[-1], one multiply and one add per step (never fused), for
+    a numpy array or a PyTorch tensor x: x * c is c * x bit for bit."""
+    p = x * coeffs[0] + coeffs[1]
+    for c in coeffs[2:]:
+        p = p * x + c
+    return p
+
+
 def ln(np, u):
     """inputs.cc's Ln: ln u for u in (0, 1] from the exponent's bits and +, -, *, /."""
     bits = u.view(np.uint64)
@@ -70,31 +87,20 @@ def ln(np, u):
     m = np.where(big, m * 0.5, m)
     e = e.astype(np.float64) + np.where(big, 1.0, 0.0)
     t = (m - 1.0) / (m + 1.0)
-    t2 = t * t
-    p = 0.09090909090909091
-    for c in (0.1111111111111111, 0.14285714285714285, 0.2, 0.3333333333333333, 1.0):
-        p = p * t2 + c
-    return e * 0.6931471805599453 + 2.0 * t * p
+    return e * 0.6931471805599453 + 2.0 * t * horner(t * t, LN_COEFFS)
 
 
-def cos_sin_2pi(np, u):
-    """inputs.cc's CosSin2Pi: cos and sin of 2 pi u for u in [0, 1)."""
+def cos_sin_2pi(xp, u):
+    """inputs.cc's CosSin2Pi: cos and sin of 2 pi u for u in [0, 1); xp is numpy or torch (the
+    same floor, where and arithmetic)."""
     f4 = u * 4.0
-    q = np.floor(f4)
+    q = xp.floor(f4)
     a = (f4 - q) * 1.5707963267948966
     a2 = a * a
-    pc = 4.779477332387385e-14
-    for c in (-1.1470745597729725e-11, 2.08767569878681e-09, -2.755731922398589e-07, 2.48015873015873e-05,
-              -0.001388888888888889, 0.041666666666666664, -0.5, 1.0):
-        pc = pc * a2 + c
-    ps = -7.647163731819816e-13
-    for c in (1.6059043836821613e-10, -2.505210838544172e-08, 2.7557319223985893e-06, -0.0001984126984126984,
-              0.008333333333333333, -0.16666666666666666, 1.0):
-        ps = ps * a2 + c
-    ps = ps * a
-    qi = q.astype(np.int64)
-    cos = np.select([qi == 0, qi == 1, qi == 2], [pc, -ps, -pc], ps)
-    sin = np.select([qi == 0, qi == 1, qi == 2], [ps, pc, -ps], -pc)
+    pc = horner(a2, COS_COEFFS)
+    ps = horner(a2, SIN_COEFFS) * a
+    cos = xp.where(q == 0, pc, xp.where(q == 1, -ps, xp.where(q == 2, -pc, ps)))
+    sin = xp.where(q == 0, ps, xp.where(q == 1, pc, xp.where(q == 2, -ps, -pc)))
     return cos, sin
 
 
@@ -202,30 +208,7 @@ def _tln(torch, u):
     m = torch.where(big, m * 0.5, m)
     e = e.to(torch.float64) + big.to(torch.float64)
     t = (m - 1.0) / (m + 1.0)
-    t2 = t * t
-    p = t2 * 0.09090909090909091 + 0.1111111111111111
-    for c in (0.14285714285714285, 0.2, 0.3333333333333333, 1.0):
-        p = p * t2 + c
-    return e * 0.6931471805599453 + 2.0 * t * p
-
-
-def _tcos_sin_2pi(torch, u):
-    f4 = u * 4.0
-    q = torch.floor(f4)
-    a = (f4 - q) * 1.5707963267948966
-    a2 = a * a
-    pc = a2 * 4.779477332387385e-14 + -1.1470745597729725e-11
-    for c in (2.08767569878681e-09, -2.755731922398589e-07, 2.48015873015873e-05,
-              -0.001388888888888889, 0.041666666666666664, -0.5, 1.0):
-        pc = pc * a2 + c
-    ps = a2 * -7.647163731819816e-13 + 1.6059043836821613e-10
-    for c in (-2.505210838544172e-08, 2.7557319223985893e-06, -0.0001984126984126984,
-              0.008333333333333333, -0.16666666666666666, 1.0):
-        ps = ps * a2 + c
-    ps = ps * a
-    cos = torch.where(q == 0, pc, torch.where(q == 1, -ps, torch.where(q == 2, -pc, ps)))
-    sin = torch.where(q == 0, ps, torch.where(q == 1, pc, torch.where(q == 2, -ps, -pc)))
-    return cos, sin
+    return e * 0.6931471805599453 + 2.0 * t * horner(t * t, LN_COEFFS)
 
 
 def _tdraw(torch, gen, state, start, count, magnitude, device):
@@ -238,7 +221,7 @@ def _tdraw(torch, gen, state, start, count, magnitude, device):
         u2 = d[1::2].to(torch.float64) * scale
         del d
         r = torch.sqrt(_tln(torch, u1) * -2.0)
-        cos, sin = _tcos_sin_2pi(torch, u2)
+        cos, sin = cos_sin_2pi(torch, u2)
         x = torch.empty(2 * pairs, dtype=torch.float64, device=device)
         x[0::2] = (r * cos) * b + a
         x[1::2] = (r * sin) * b + a

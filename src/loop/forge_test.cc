@@ -630,19 +630,33 @@ TEST_F(ForgeLoopTest, GivenAnAnswerThatRepeatsItselfItIsStoppedAndTheModelIsAske
 // The second sample differs from the first by a comment: identical ones are not judged twice.
 const char kSecondSample[] = "// the second sample\n";
 
+// A run of one pass of two candidates after the seed's slow kernel: two fast samples that differ
+// by a comment, `judge_jobs` of them judged at once (ForgeOptions::judge_jobs).
+struct TwoCandidatePass {
+  TwoCandidatePass(const std::string& name, int judge_jobs)
+      : server(Protocol::kOpenAiChat, {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"), CodeAnswer("fast.cc"),
+                                       "```cpp\n" + std::string(kSecondSample) + ReadAnswer("fast.cc") + "```\n"}),
+        c(ClientFor(server, Protocol::kOpenAiChat)),
+        w(name) {
+    if (!c.client) return;
+    ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
+    ForgeOptions o = LoopOptions(c.model);
+    o.candidates = 2;
+    o.judge_jobs = judge_jobs;
+    run = StartRun(o, deps);
+  }
+  ScriptedModelServer server;
+  ScriptedClient c;
+  Workspace w;
+  Result<ForgeSummary> run = Status::Internal("no client for the scripted server");
+};
+
 TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudged) {
-  ScriptedModelServer server(Protocol::kOpenAiChat,
-                             {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"),
-                              CodeAnswer("fast.cc"),
-                              "```cpp\n" + std::string(kSecondSample) + ReadAnswer("fast.cc") + "```\n"});
-  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
-  ASSERT_TRUE(c.client);
-  Workspace w("parallel");
-  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
-  ForgeOptions o = LoopOptions(c.model);
-  o.candidates = 2;
-  Result<ForgeSummary> s = StartRun(o, deps);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  TwoCandidatePass pass("parallel", 0);
+  ASSERT_TRUE(pass.run.ok()) << pass.run.status().ToString();
+  const Result<ForgeSummary>& s = pass.run;
+  Workspace& w = pass.w;
+  ScriptedModelServer& server = pass.server;
   std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
   ASSERT_EQ(attempts.size(), 3u);
   EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"correct", "correct", "correct"}));
@@ -685,19 +699,10 @@ TEST_F(ForgeLoopTest, GivenTwoCandidatesPerPassBothAreGeneratedInParallelAndJudg
 // --judge-jobs 2: both candidates of the pass are judged at once (on the CPU the kforge-worker
 // jobs still take the device one at a time), and their verdicts are recorded in order.
 TEST_F(ForgeLoopTest, GivenTwoJudgeJobsBothCandidatesOfAPassAreJudgedAtOnce) {
-  ScriptedModelServer server(Protocol::kOpenAiChat,
-                             {CodeAnswer("slow.cc"), ReadAnswer("analyst.json"),
-                              CodeAnswer("fast.cc"),
-                              "```cpp\n" + std::string(kSecondSample) + ReadAnswer("fast.cc") + "```\n"});
-  ScriptedClient c = ClientFor(server, Protocol::kOpenAiChat);
-  ASSERT_TRUE(c.client);
-  Workspace w("judge-jobs");
-  ForgeDeps deps = w.Deps(c.client.get(), c.client.get());
-  ForgeOptions o = LoopOptions(c.model);
-  o.candidates = 2;
-  o.judge_jobs = 2;
-  Result<ForgeSummary> s = StartRun(o, deps);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  TwoCandidatePass pass("judge-jobs", 2);
+  ASSERT_TRUE(pass.run.ok()) << pass.run.status().ToString();
+  const Result<ForgeSummary>& s = pass.run;
+  Workspace& w = pass.w;
   std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
   ASSERT_EQ(attempts.size(), 3u);
   EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"correct", "correct", "correct"}));
