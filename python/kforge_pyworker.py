@@ -104,10 +104,20 @@ class Results:
         os.replace(tmp, os.path.join(self.folder, "result.json"))
 
     def write(self, name, chunks):
-        sink = FileSink(self.folder, name)
-        for c in chunks:
-            sink(c)
-        self.data["files"][name] = sink.close()
+        self.data["files"][name] = write_file(self.folder, name, chunks)
+
+
+def write_file(folder, name, chunks):
+    """The chunks into <folder>/<name> through a FileSink; returns the file's digest."""
+    sink = FileSink(folder, name)
+    for c in chunks:
+        sink(c)
+    return sink.close()
+
+
+def pieces_of(view):
+    """A view in CHUNK-byte pieces (what sinks are fed)."""
+    return (view[k:k + CHUNK] for k in range(0, len(view), CHUNK))
 
 
 # --- The supervisor. -------------------------------------------------------------------------
@@ -137,14 +147,8 @@ class Scanner:
 
 
 def write_files(folder, names, views):
-    """Each view into <folder>/<name> through a FileSink; their digests, in order."""
-    digests = []
-    for name, view in zip(names, views):
-        sink = FileSink(folder, name)
-        for k in range(0, len(view), CHUNK):
-            sink(view[k:k + CHUNK])
-        digests.append(sink.close())
-    return digests
+    """Each view into <folder>/<name> (write_file); their digests, in order."""
+    return [write_file(folder, name, pieces_of(view)) for name, view in zip(names, views)]
 
 
 def piece_digest(pieces):
@@ -328,8 +332,8 @@ class Supervisor:
                 self.chan.read_blob(n, sink)
             return
         for view, sink in zip(self.copied_outputs(sizes, keep), sinks):
-            for k in range(0, len(view), CHUNK):
-                sink(view[k:k + CHUNK])
+            for piece in pieces_of(view):
+                sink(piece)
 
     def copied_outputs(self, sizes, keep=False, slot=0):
         """The outputs in the shared region, copied out once into reused buffer `slot` (or, with
@@ -596,12 +600,11 @@ class Supervisor:
                         self.child_seconds(r)
                     expected = self.spec["sets"][i]["outputs"]
                     names = ["out_%d_%s_%s.bin" % (i, letter, d["name"]) for d in expected]
-                    sizes = self.expect_outputs(r, expected)
                     if "shared" in r:
                         # Written and digested on a thread of their own while the child runs the
                         # next check: one write in flight, from one of two reused copies (a copy
                         # is reused two runs later, after its write was settled).
-                        views = self.copied_outputs(sizes, slot=slot)
+                        views = self.copied_outputs(self.expect_outputs(r, expected), slot=slot)
                         slot ^= 1
                         self.settle_check_files()
                         if self.writer is None:
@@ -611,8 +614,7 @@ class Supervisor:
                         self.check_files = (self.writer.submit(write_files, self.folder, names, views), i, letter, expected, names)
                     else:
                         files = [FileSink(self.folder, name) for name in names]
-                        for k, sink in zip(sizes, files):
-                            self.chan.read_blob(k, sink)
+                        self.feed_outputs(r, expected, files)
                         self.settle_check_files()
                         self.check_files = ([f.close() for f in files], i, letter, expected, names)
                     if r.get("overrun"):

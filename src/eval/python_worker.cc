@@ -288,8 +288,8 @@ uint64_t HeldOutputsLimit() {
 // judge later reads, and the job's folder is not the orchestrator's to trust (a process of the
 // same user outside this job's sandbox may hold a file of it open): the bytes are held in
 // `run->held` when they fit HeldOutputsLimit(), else copied into `to`, which only this process
-// writes. result.json is copied either way.
-std::string VerifiedCopy(WorkerRun* run, const std::string& hash, const fs::path& to) {
+// writes. result.json is copied either way, and parsed into `*result`.
+std::string VerifiedCopy(WorkerRun* run, const std::string& hash, const fs::path& to, json* result) {
   Result<std::string> text = ReadFile(run->dir / "result.json");
   if (!text.ok()) return "result.json is missing";
   if (Sha256Hex(*text) != hash) return "result.json does not match the SHA-256 the worker printed (it was rewritten after the worker wrote it)";
@@ -324,6 +324,7 @@ std::string VerifiedCopy(WorkerRun* run, const std::string& hash, const fs::path
     run->held = std::move(held);
   }
   if (!WriteFile(to / "result.json", text->data(), text->size()).ok()) return "cannot copy result.json";
+  *result = std::move(j);
   return "";
 }
 
@@ -335,12 +336,11 @@ void VerifyPythonResult(WorkerRun* run) {
   std::string problem = hash.empty() ? "the worker printed no result hash (kforge-result line)" : "";
   Result<fs::path> fresh = MakeTempDir("pyresult");
   if (problem.empty() && !fresh.ok()) problem = fresh.status().message();
-  if (problem.empty()) problem = VerifiedCopy(run, hash, *fresh);
+  json result = json::object();
+  if (problem.empty()) problem = VerifiedCopy(run, hash, *fresh, &result);
   run->confirmed = problem.empty();
   if (problem.empty()) {
-    Result<std::string> text = ReadFile(*fresh / "result.json");
-    json result = json::parse(text.ok() ? *text : "", nullptr, false);
-    run->SetResult(result.is_discarded() ? json::object() : std::move(result));
+    run->SetResult(std::move(result));
   } else {
     run->SetResult(exited ? json{{"error", {{"stage", "integrity"}, {"message", problem}}}} : json::object());
   }

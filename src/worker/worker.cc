@@ -734,9 +734,16 @@ Status Supervisor::Fail(const std::string& stage, const std::string& message, co
   return Save();
 }
 
+// Writes an output file and returns its piece digest, the name result.json lists it under.
+Result<std::string> WriteDigested(const fs::path& path, const char* data, size_t bytes) {
+  std::string digest = PieceDigestHex(data, bytes);
+  KF_RETURN_IF_ERROR(WriteFile(path, data, bytes));
+  return digest;
+}
+
 Status Supervisor::WriteOutput(const std::string& name, const char* data, size_t bytes) {
-  files_[name] = PieceDigestHex(data, bytes);
-  return WriteFile(dir_ / name, data, bytes);
+  KF_ASSIGN_OR_RETURN(files_[name], WriteDigested(dir_ / name, data, bytes));
+  return Status::Ok();
 }
 
 int Supervisor::ChildThreads() const {
@@ -776,41 +783,40 @@ Status Supervisor::Calibrate() {
 }
 
 // Check outputs written (piece digest, then the file) on a thread of their own while the child
-// runs the next check: one write in flight at a time, each holding its run's outputs.
+// runs the next check: one write in flight at a time, each holding its run's outputs. The
+// digests of what was written go to `files` (result.json's list) at every wait, the last one
+// at destruction: every file written is listed, however the checks end.
 class OutputWriter {
  public:
-  explicit OutputWriter(const fs::path& dir) : dir_(dir) {}
+  OutputWriter(const fs::path& dir, json* files) : dir_(dir), files_(files) {}
   ~OutputWriter() { (void)Wait(); }
   // Waits for the write in flight, then starts this one.
   Status Write(std::vector<std::pair<std::string, size_t>> names, std::string blob) {
     KF_RETURN_IF_ERROR(Wait());
-    pending_ = std::async(std::launch::async, [this, names = std::move(names), blob = std::move(blob)] {
+    pending_ = std::async(std::launch::async, [this, names = std::move(names), blob = std::move(blob)]() -> Status {
       const double t0 = NowMs();
       size_t offset = 0;
-      Status status = Status::Ok();
       for (const auto& [name, bytes] : names) {
-        digests_.emplace_back(name, PieceDigestHex(blob.data() + offset, bytes));
-        if (status.ok()) status = WriteFile(dir_ / name, blob.data() + offset, bytes);
+        KF_ASSIGN_OR_RETURN(std::string digest, WriteDigested(dir_ / name, blob.data() + offset, bytes));
+        digests_.emplace_back(name, std::move(digest));
         offset += bytes;
       }
       ms_ += NowMs() - t0;
-      return status;
+      return Status::Ok();
     });
     return Status::Ok();
   }
-  // Waits for the write in flight; the digests of every file written so far go to `files`.
-  Status Wait(json* files = nullptr) {
+  Status Wait() {
     Status status = pending_.valid() ? pending_.get() : Status::Ok();
-    if (files) {
-      for (auto& [name, digest] : digests_) (*files)[name] = digest;
-      digests_.clear();
-    }
+    for (auto& [name, digest] : digests_) (*files_)[name] = digest;
+    digests_.clear();
     return status;
   }
   double ms() const { return ms_; }  // writing, in all (read after Wait)
 
  private:
   fs::path dir_;
+  json* files_;
   std::future<Status> pending_;
   std::vector<std::pair<std::string, std::string>> digests_;
   double ms_ = 0;
@@ -820,13 +826,7 @@ Status Supervisor::Checks() {
   result_["checks"] = json::array();
   const json& hashes = result_["input_hashes"];
   double hash_ms = 0;
-  OutputWriter writer(dir_);
-  // The files of every check that ran reach result.json, however the checks end.
-  struct Flush {
-    OutputWriter& w;
-    json& files;
-    ~Flush() { (void)w.Wait(&files); }
-  } flush{writer, files_};
+  OutputWriter writer(dir_, &files_);
   for (int set : job_.checks) {
     json check = {{"set", set}};
     const InputSet& in = job_.sets[set];
@@ -861,7 +861,7 @@ Status Supervisor::Checks() {
     KF_RETURN_IF_ERROR(Save());
   }
   const double w0 = NowMs();
-  KF_RETURN_IF_ERROR(writer.Wait(&files_));
+  KF_RETURN_IF_ERROR(writer.Wait());
   // Of the checks phase: the inputs read back and hashed after each set; the output files
   // (written beside the next runs: their time in all, and what was left after the last run).
   result_["phases_ms"]["checks_hash_inputs"] = hash_ms;
