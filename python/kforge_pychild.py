@@ -1074,6 +1074,16 @@ class Child:
             return outs
         return call
 
+    def cmd_flush(self, msg):
+        """The cache flush of the prepared run, apart from its prepare: the supervisor takes the
+        device exclusive between the two (kforge_pyworker.py, one_run)."""
+        if self.pending is None:
+            raise WorkerError("run", "flush before prepare")
+        if self.spec["timing"].get("flush", True):
+            self.device.flush()
+        self.device.sync()
+        return {}, ()
+
     def cmd_go(self, msg):
         j, null, fn, clones, _ = self.pending
         with self.torch.no_grad():

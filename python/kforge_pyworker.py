@@ -230,6 +230,44 @@ class OutputProbe:
         return self.result()[0]
 
 
+class DeviceLock:
+    """The lock of base/device_lock.h: flock on the lock file, every request taken through its
+    turnstile (`<lock>.gate`), so that a waiting exclusive request is served before any later
+    shared one. Read-only descriptors: the sandbox's filesystem is, and flock needs no write."""
+
+    def __init__(self, path):
+        import fcntl
+        self.fcntl = fcntl
+        self.fd = open(path, "r")
+        try:
+            self.gate = open(path + ".gate", "r")
+        except OSError:  # a lock file of an older kforge: plain flock
+            self.gate = None
+        self.held = 0  # 0 none, 1 shared, 2 exclusive
+
+    def take(self, exclusive):
+        f, want = self.fcntl, 2 if exclusive else 1
+        if self.held == want:
+            return
+        if self.held == 2:  # a downgrade: nothing to queue behind
+            f.flock(self.fd, f.LOCK_SH)
+            self.held = 1
+            return
+        if self.held:  # never wait at the turnstile holding the lock
+            f.flock(self.fd, f.LOCK_UN)
+        if self.gate:
+            f.flock(self.gate, f.LOCK_EX)
+        f.flock(self.fd, f.LOCK_EX if exclusive else f.LOCK_SH)
+        if self.gate:
+            f.flock(self.gate, f.LOCK_UN)
+        self.held = want
+
+    def release(self):
+        if self.held:
+            self.fcntl.flock(self.fd, self.fcntl.LOCK_UN)
+        self.held = 0
+
+
 class Supervisor:
     def __init__(self, folder):
         self.folder = folder
@@ -240,6 +278,7 @@ class Supervisor:
         self.stage_seconds = {}
         self.current = ("start", self.started)
         self.lock_handle = None
+        self.lock_wait_s = 0.0  # calibration's and timed runs' waits for the device lock
         self.samples = []   # reservoir of timed runs whose outputs become files, kept until the end
         self.region = None  # shared pages for the child's outputs (shared_region)
         self.copies = {}    # the supervisor's reused copies of them, by slot (copied_outputs)
@@ -258,23 +297,23 @@ class Supervisor:
         print(STDERR_TAG + name, file=sys.stderr, flush=True)
 
     def lock(self, exclusive):
-        """The device lock (docs/python-worker.md): shared while the job computes references and
-        checks, exclusive while it calibrates and times, so that nothing else runs on the device
-        during timed runs. Long CPU-bound phases (imports, torch.compile, inline builds) hold no
-        lock. Opened after the fork: the child has no descriptor that could release it."""
+        """The device lock (docs/python-worker.md): shared while the job computes references,
+        checks, prepares and collects runs, exclusive from a timed or null run's cache flush to
+        the end of its call, so that nothing else runs on the device while it is timed. Long
+        CPU-bound phases (imports, torch.compile, inline builds) hold no lock. Opened after the
+        fork: the child has no descriptor that could release it. Returns the seconds waited."""
         path = self.spec.get("lock_file")
         if not path:
-            return
-        import fcntl
+            return 0.0
         if self.lock_handle is None:
-            # Read-only: the sandbox's filesystem is, and flock() needs no write access.
-            self.lock_handle = open(path, "r")
-        fcntl.flock(self.lock_handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            self.lock_handle = DeviceLock(path)
+        t = time.perf_counter()
+        self.lock_handle.take(exclusive)
+        return time.perf_counter() - t
 
     def unlock(self):
         if self.lock_handle is not None:
-            import fcntl
-            fcntl.flock(self.lock_handle, fcntl.LOCK_UN)
+            self.lock_handle.release()
 
     # The child.
     def start_child(self):
@@ -670,18 +709,31 @@ class Supervisor:
 
     # Timing.
     def one_run(self, j, seed, null, keep=False, flush=True, poison=0):
-        """prepare, go, collect: one run of set j, its kf_run outputs filled with poison pattern
-        `poison` (0 or 1; timed runs alternate them, as kforge-worker's do). The supervisor's
-        clock measures each step; wall_ms is from sending go to receiving done."""
+        """prepare, flush, go, collect: one run of set j, its kf_run outputs filled with poison
+        pattern `poison` (0 or 1; timed runs alternate them, as kforge-worker's do). The device
+        lock is shared while the run is prepared and collected and exclusive from the cache flush
+        to the end of the call, so runs of jobs judged side by side interleave and none is timed
+        beside another's work. The supervisor's clock measures each step (prepare_ms includes
+        the flush, none of them the lock's waits); wall_ms is from sending go to receiving done;
+        lock_wait_s is what the run waited for the lock."""
         ns = time.perf_counter_ns
+        waited = self.lock(exclusive=False)
         t0 = ns()
-        self.call({"cmd": "prepare", "set": j, "seed": seed, "null": null, "flush": flush, "poison": poison})
+        self.call({"cmd": "prepare", "set": j, "seed": seed, "null": null, "flush": False, "poison": poison})
+        prepare = ns() - t0
+        waited += self.lock(exclusive=True)
+        if flush:
+            t0 = ns()
+            self.call({"cmd": "flush"})
+            prepare += ns() - t0
         t1 = ns()
         self.chan.send({"cmd": "go"})
         done = self.reply()
         t2 = ns()
+        self.lock(exclusive=False)  # a downgrade never waits
         t3 = ns()
         r = self.call({"cmd": "collect"})
+        self.unlock()
         expected = self.spec["sets"][j]["outputs"]
         kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
         probes = [(d["name"], OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)) for d in expected]
@@ -689,10 +741,10 @@ class Supervisor:
         t4 = ns()
         for _, probe in probes:  # no scan outlives the run: the next one's clock sees none
             probe.result()
-        return {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": (t1 - t0) / 1e6,
+        return {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": prepare / 1e6,
                 "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
                 "host_ms": float(done["host_ms"]), "probes": probes, "overrun": r.get("overrun"),
-                "inputs_changed": r.get("inputs_changed", [])}
+                "inputs_changed": r.get("inputs_changed", []), "lock_wait_s": waited}
 
     def fresh(self):
         """Whether timed runs get fresh inputs: always for KernelBench problems (the module's
@@ -704,22 +756,20 @@ class Supervisor:
         return bool(sets) and all("gen" in d for j in sets for d in self.spec["sets"][j]["inputs"])
 
     def calibrate(self, sets):
-        """Null runs through the same command path before the candidate is loaded, under the
-        exclusive lock: the round trip the wall clock adds (overhead_ms) and what preparing and
+        """Null runs through the same command path before the candidate is loaded, each locked as
+        a timed run is (one_run): the round trip the wall clock adds (overhead_ms) and what preparing and
         collecting a run of these sizes costs when nothing moved work there."""
         self.stage("calibrate")
-        # One null run first under the shared lock, its numbers dropped: what the command path
-        # does only once in a process (CUDA loads each kernel it first uses, allocators grow)
-        # is not paid while the device is held for this job alone.
-        self.lock(exclusive=False)
+        # One null run first, its numbers dropped: what the command path does only once in a
+        # process (CUDA loads each kernel it first uses, allocators grow) is paid before the
+        # numbers count.
         self.one_run(sets[0], secrets.randbits(63) if self.fresh() else None, True)
-        self.lock(exclusive=True)
         # As precise as the timing; the cache flush (hundreds of milliseconds on a large CPU
         # cache) only in every FLUSH_EVERY-th run, which alone calibrate preparing a run.
         n = min(NULL_RUNS, max(6, 2 * int(self.spec["timing"].get("min_runs", 10))))
         runs = [self.one_run(sets[k % len(sets)], secrets.randbits(63) if self.fresh() else None, True,
                              flush=k % FLUSH_EVERY == 0) for k in range(n)]
-        self.unlock()
+        self.lock_wait_s += sum(r["lock_wait_s"] for r in runs)
         med = statistics.median
         self.calibration = {"null_runs": len(runs),
                             "overhead_ms": med([r["wall_ms"] - r["device_ms"] for r in runs]),
@@ -743,13 +793,14 @@ class Supervisor:
         self.stage("warm-up")
         self.lock(exclusive=False)
         self.call({"cmd": "warmup", "sets": sets, "runs": plan.get("warmup_runs", 3), "ms": plan.get("warmup_ms", 30)})
-        self.stage("waiting for the device lock")
-        self.lock(exclusive=True)
         self.stage("timed runs")
         before = self.call({"cmd": "input_states", "sets": sets})["states"]
-        self.timed_loop(plan, timing)
         self.unlock()
+        self.timed_loop(plan, timing)
+        self.lock(exclusive=False)
         after = self.call({"cmd": "timing_end", "sets": sets})["states"]
+        self.unlock()
+        timing["lock_wait_s"] = self.lock_wait_s
         timing["threads_after"] = self.threads()
         timing["input_hashes_before"] = before
         timing["input_hashes_after"] = after
@@ -763,6 +814,7 @@ class Supervisor:
         for name, digests in getattr(self, "check_digests", {}).items():
             seen[name] = dict(digests) if self.fresh() else {}
         start = time.perf_counter()
+        waited = 0.0  # for the device lock: the budget is the job's own time on it
         effective = []
         k = 0
         while True:
@@ -784,7 +836,9 @@ class Supervisor:
                     self.samples[slot] = run
             effective.append(max(run["device_ms"], run["wall_ms"] - overhead))
             k += 1
-            elapsed = (time.perf_counter() - start) * 1e3
+            waited += run["lock_wait_s"]
+            self.lock_wait_s += run["lock_wait_s"]
+            elapsed = (time.perf_counter() - start - waited) * 1e3
             if k >= plan.get("max_runs", 300):
                 break
             if k >= 3 and elapsed >= 2 * plan.get("budget_ms", 2000):  # kforge-worker's rule too

@@ -1,5 +1,6 @@
 #include "eval/python_worker.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,8 +44,12 @@ namespace {
 
 constexpr uint32_t kBaselineUid = 65533;
 
-// Compile caches shared between jobs, so that a second judgement is warm: candidates (user
-// nobody) share Triton's cache and torch extension builds; baselines share Inductor's and
+// Compile caches kept between jobs, so that a second judgement is warm. A candidate's Triton
+// cache is its own (CandidateCompileCache below): the job's folder holds it, filled from and
+// saved back to a store keyed by the candidate's SHA-256, which no sandbox can write, so no
+// candidate can plant a compiled kernel for another. Candidates (user nobody) still share torch
+// extension builds (their build files name their folder, so a folder per job would rebuild
+// every time): docs/python-worker.md says what that leaves open. Baselines share Inductor's and
 // Triton's caches in folders of their own user (65533, mode 0700), which candidates cannot
 // write: a candidate must not be able to plant a slow artefact for the baseline. Without root
 // there is no second user, so baseline jobs get fresh caches (always cold). The shared cache
@@ -85,7 +90,7 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
   }
   std::map<std::string, std::string> dirs = baseline
       ? std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCHINDUCTOR_CACHE_DIR", "inductor"}}
-      : std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCH_EXTENSIONS_DIR", "torch_extensions"}};
+      : std::map<std::string, std::string>{{"TORCH_EXTENSIONS_DIR", "torch_extensions"}};
   for (const auto& [var, sub] : dirs) {
     fs::path p = base / sub;
     fs::create_directories(p, ec);
@@ -172,6 +177,98 @@ ProcessSpec PythonJobSpec(const json& job, const Limits& limits, const fs::path&
   return spec;
 }
 
+namespace {
+
+// --- A candidate's own Triton cache. -------------------------------------------------------------
+// <cache>/python/candidate-triton/<SHA-256 of the candidate's source>/, written only by this
+// process: copied into the job's folder (TRITON_CACHE_DIR=<job>/triton) before the job and what
+// the job added copied back after it, so that only a later job of the same source sees it.
+constexpr uint64_t kCandidateCacheBytes = 256ull << 20;  // a store entry's limit
+
+std::mutex candidate_cache_mu;
+std::map<std::string, fs::path> candidate_cache_of;  // job folder -> its store entry
+
+// Copies the regular files below `from` to `to` (never through a link: a job's folder is the
+// candidate's to shape), those missing there or different, up to `limit` bytes in all.
+void CopyCacheTree(const fs::path& from, const fs::path& to, uint64_t limit) {
+  std::error_code ec;
+  uint64_t total = 0;
+  for (auto it = fs::recursive_directory_iterator(from, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 4) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const fs::file_status st = it->symlink_status(ec);
+    if (ec || !fs::is_regular_file(st)) continue;
+    const fs::path rel = it->path().lexically_relative(from);
+    const fs::path dest = to / rel;
+    const uint64_t size = it->file_size(ec);
+    if (ec || (total += size) > limit) return;
+    std::error_code e2;
+    int fd = open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string bytes(size, '\0');
+    ssize_t n = read(fd, bytes.data(), size);
+    close(fd);
+    if (n != static_cast<ssize_t>(size)) continue;
+    if (fs::file_size(dest, e2) == size && !e2) {
+      Result<std::string> there = ReadFile(dest);
+      if (there.ok() && *there == bytes) continue;
+    }
+    fs::create_directories(dest.parent_path(), e2);
+    (void)WriteFileAtomic(dest, bytes);
+  }
+}
+
+// Fills `dir`/triton from the candidate's store entry and remembers the entry for
+// SaveCandidateCompileCache. Only candidate jobs of a source file (candidate.py) have one.
+void SeedCandidateCompileCache(const json& job, const PythonJobFiles& files, const Limits& limits, const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir / "triton", ec);
+  // The job's, as its folder is (subprocess.cc hands the folder itself to the sandbox's user).
+  struct HandOver {
+    fs::path triton;
+    const Limits& limits;
+    ~HandOver() {
+      if (geteuid() != 0 || !limits.drop_privileges) return;
+      std::error_code e;
+      (void)!chown(triton.c_str(), limits.sandbox_uid, 65534);
+      for (auto it = fs::recursive_directory_iterator(triton, e); !e && it != fs::recursive_directory_iterator(); it.increment(e))
+        (void)!lchown(it->path().c_str(), limits.sandbox_uid, 65534);
+    }
+  } hand_over{dir / "triton", limits};
+  auto source = files.copies.find("candidate.py");
+  if (job.value("mode", "") != "candidate" || source == files.copies.end()) return;
+  Result<fs::path> cache = CacheDir();
+  Result<std::string> bytes = ReadFile(source->second);
+  if (!cache.ok() || !bytes.ok()) return;
+  const fs::path store = *cache / "python" / "candidate-triton";
+  fs::create_directories(store, ec);
+  if (ec) return;
+  chmod(store.c_str(), 0700);  // the trusted process's alone
+  const fs::path entry = store / Sha256Hex(*bytes);
+  if (fs::exists(entry, ec)) CopyCacheTree(entry, dir / "triton", kCandidateCacheBytes);
+  std::lock_guard<std::mutex> lock(candidate_cache_mu);
+  candidate_cache_of[dir.string()] = entry;
+}
+
+// After the job: what it added to its Triton cache, into its store entry.
+void SaveCandidateCompileCache(const fs::path& dir) {
+  fs::path entry;
+  {
+    std::lock_guard<std::mutex> lock(candidate_cache_mu);
+    auto it = candidate_cache_of.find(dir.string());
+    if (it == candidate_cache_of.end()) return;
+    entry = it->second;
+    candidate_cache_of.erase(it);
+  }
+  std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(dir / "triton", ec))) CopyCacheTree(dir / "triton", entry, kCandidateCacheBytes);
+}
+
+}  // namespace
+
 Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& files, const Limits& limits, fs::path* job_dir,
                                      const fs::path& parent) {
   fs::path dir;
@@ -193,10 +290,12 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
   for (const auto& [name, bytes] : files.blobs)
     KF_RETURN_IF_ERROR(WriteFile(dir / name, bytes.data(), bytes.size()));
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", job.dump(1)));
+  SeedCandidateCompileCache(job, files, limits, dir);
   return PythonJobSpec(job, limits, dir);
 }
 
 WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {
+  SaveCandidateCompileCache(dir);
   WorkerRun run = ReadWorkerRun(std::move(process), dir);
   VerifyPythonResult(&run);
   return run;

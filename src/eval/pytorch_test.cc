@@ -584,6 +584,29 @@ TEST_F(PyTorchTest, GivenTheGeluTritonSeedTheInterpreterJudgesItCorrect) {
   EXPECT_EQ(v.precision["policy"], "strict") << v.precision.dump();
 }
 
+// A candidate's Triton cache is its own (python_worker.cc, CandidateCompileCache): what one
+// plants there no candidate of other source sees; a later job of the same source does.
+TEST_F(PyTorchTest, GivenACandidatePlantingInItsTritonCacheNoOtherCandidateSeesItAndItsOwnNextJobDoes) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const fs::path planter = kData / "exploits_triton" / "plant_cache.py";
+  Verdict a = EvalTritonAttack(planter);
+  ASSERT_EQ(a.status, VerdictStatus::kCorrect) << a.message;
+  Verdict b = EvalTritonAttack(kData / "exploits_triton" / "sees_planted.py");
+  EXPECT_EQ(b.status, VerdictStatus::kCorrect) << b.message;
+  Result<fs::path> cache = CacheDir();
+  ASSERT_TRUE(cache.ok());
+  Result<std::string> source = ReadFile(planter);
+  ASSERT_TRUE(source.ok());
+  const fs::path count = *cache / "python" / "candidate-triton" / Sha256Hex(*source) / "kforge-planted" / "count";
+  Result<std::string> first = ReadFile(count);
+  ASSERT_TRUE(first.ok()) << "the job's Triton cache was not kept under its source's digest: " << count;
+  Verdict again = EvalTritonAttack(planter);
+  ASSERT_EQ(again.status, VerdictStatus::kCorrect) << again.message;
+  Result<std::string> second = ReadFile(count);
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(std::stoi(*second), std::stoi(*first)) << "the second job did not start from the first job's cache";
+}
+
 // --- Issue 10 item 1 for kforge problems judged with Python candidates: fresh timed inputs. ----
 
 TEST_F(PyTorchTest, GivenATritonResultCacheOnAKforgeProblemFreshInputsMeanItNeverHits) {

@@ -231,22 +231,16 @@ fs::path DeviceLockPath(const std::string& name) {
   std::error_code ec;
   fs::create_directories(*cache / "locks", ec);
   fs::path p = *cache / "locks" / (name + ".lock");
-  int fd = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return {};
-  fchmod(fd, 0666);  // the sandbox users open it too (the umask may have narrowed it)
-  close(fd);
+  // The lock and its turnstile (base/device_lock.h), both opened by the sandbox users too.
+  for (const fs::path& f : {p, DeviceLockGate(p)}) {
+    int fd = open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return {};
+    fchmod(fd, 0666);  // the umask may have narrowed it
+    close(fd);
+  }
   return p;
 }
 
-DeviceLock::DeviceLock(const std::string& name) {
-  fs::path p = DeviceLockPath(name);
-  if (p.empty()) return;
-  fd_ = open(p.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd_ >= 0) flock(fd_, LOCK_EX);
-}
-
-DeviceLock::~DeviceLock() {
-  if (fd_ >= 0) close(fd_);
-}
+DeviceLock::DeviceLock(const std::string& name) : lock_(DeviceLockPath(name)) { lock_.Exclusive(); }
 
 }  // namespace kforge

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/device_lock.h"
 #include "base/subprocess.h"
 #include "eval/inputs.h"
 #include "eval/worker_report.h"
@@ -89,17 +90,14 @@ void Cleanup(const WorkerRun& run);
 // Path of kforge-worker: $KFORGE_WORKER, else beside the running executable.
 std::filesystem::path WorkerPath();
 
-// Holds an exclusive lock on a device for timing (flock on <cache>/locks/<name>.lock);
-// released when destroyed.
+// Holds a device's lock exclusive (<cache>/locks/<name>.lock, base/device_lock.h) for as long
+// as it lives: around jobs that time or measure and do not lock for themselves (peaks, profiles).
 class DeviceLock {
  public:
   explicit DeviceLock(const std::string& name);
-  ~DeviceLock();
-  DeviceLock(const DeviceLock&) = delete;
-  DeviceLock& operator=(const DeviceLock&) = delete;
 
  private:
-  int fd_ = -1;
+  DeviceLockFile lock_;
 };
 
 }  // namespace kforge
