@@ -88,7 +88,7 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   j.phases = v.worker_phases;
   // A Python job's timed runs, one by one (its phases are stages): the medians of each step.
   if (const json* t = v.fingerprint.contains("timing") ? &v.fingerprint["timing"] : nullptr; t && t->is_object())
-    for (const char* k : {"prepare_median_ms", "collect_median_ms", "wall_median_ms", "device_median_ms", "overhead_ms"})
+    for (const char* k : {"prepare_median_ms", "collect_median_ms", "wall_median_ms", "device_median_ms", "overhead_ms", "lock_wait_s"})
       if (t->contains(k) && (*t)[k].is_number()) j.phases[std::string("per_run_") + k] = (*t)[k];
   if (v.timing) j.runs = v.timing->runs, j.median_precision = v.timing->median_precision, j.cv = v.timing->cv;
   return j;
@@ -97,6 +97,24 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
 // "compile 1.23  reference 0.40  run 2.10 ..." in the order the verdict recorded them, then
 // "other": what no stage accounts for (peaks measured or read, toolchain probes, set-up).
 // Dotted names ("python_candidate.start") are parts of a stage and not summed again.
+// Inside "run": the candidate jobs' phases by the worker supervisor's clock, mean ms (a Python
+// job's per-run medians, per_run_*, and its lock waits in seconds).
+json MeanPhases(const std::vector<Judgement>& judgements) {
+  json phases = json::object();
+  for (const Judgement& w : judgements)
+    for (const auto& [name, ms] : w.phases.items())
+      if (ms.is_number()) phases[name] = phases.value(name, 0.0) + ms.get<double>() / static_cast<double>(judgements.size());
+  return phases;
+}
+
+// Microseconds show where a Python job's per-run steps are under a millisecond.
+std::string PhasesText(const json& phases) {
+  std::string line;
+  for (const auto& [name, ms] : phases.items())
+    line += ms.get<double>() < 10 ? fmt::format("  {} {:.3f}", name, ms.get<double>()) : fmt::format("  {} {:.0f}", name, ms.get<double>());
+  return line;
+}
+
 std::string StageText(const json& stages, double total) {
   std::string s;
   double sum = 0;
@@ -200,15 +218,8 @@ int Main(int argc, char** argv) {
   for (double x : warm_s) warm_mean += x / static_cast<double>(warm_s.size());
   fmt::print("warm      median {:.2f} s over {}; mean stages:{}\n", Median(warm_s), warm.size(), StageText(SumStages(warm), warm_mean));
   out["warm"] = {{"median_seconds", Median(warm_s)}, {"seconds", warm_s}, {"mean_stages", SumStages(warm)}};
-  // Inside "run": the candidate job's phases by the worker supervisor's clock, mean ms.
-  json phases = json::object();
-  for (const Judgement& w : warm)
-    for (const auto& [name, ms] : w.phases.items())
-      if (ms.is_number()) phases[name] = phases.value(name, 0.0) + ms.get<double>() / static_cast<double>(warm.size());
-  if (!phases.empty()) {
-    std::string line;
-    for (const auto& [name, ms] : phases.items()) line += fmt::format("  {} {:.0f}", name, ms.get<double>());
-    fmt::print("warm      run's worker phases, mean ms:{}\n", line);
+  if (json phases = MeanPhases(warm); !phases.empty()) {
+    fmt::print("warm      run's worker phases, mean ms:{}\n", PhasesText(phases));
     out["warm"]["mean_worker_phases_ms"] = phases;
   }
 
@@ -259,6 +270,10 @@ int Main(int argc, char** argv) {
                StageText(SumStages(distinct), each_mean));
     out["distinct"] = {{"candidates", f.distinct}, {"jobs", f.jobs}, {"seconds", wall}, {"verdicts_per_minute", 60 * f.distinct / wall},
                        {"median_seconds_each", Median(each)}, {"statuses", statuses}, {"mean_stages", SumStages(distinct)}};
+    if (json phases = MeanPhases(distinct); !phases.empty()) {
+      fmt::print("distinct  run's worker phases, mean ms:{}\n", PhasesText(phases));
+      out["distinct"]["mean_worker_phases_ms"] = phases;
+    }
   }
   std::error_code ec;
   fs::remove_all(*variants, ec);

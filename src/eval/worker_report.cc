@@ -195,6 +195,7 @@ Status Read(const json& j, const std::string& path, WorkerTiming* t) {
   KF_RETURN_IF_ERROR(Field(j, path, "overhead_ms", &t->overhead_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "overhead_mad_ms", &t->overhead_mad_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "collect_overhead_ms", &t->collect_overhead_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "lock_wait_s", &t->lock_wait_s));
   KF_RETURN_IF_ERROR(Field(j, path, "calibration", &t->calibration));
   KF_RETURN_IF_ERROR(Field(j, path, "note", &t->note));
   KF_RETURN_IF_ERROR(Field(j, path, "input_hashes_before", &t->input_hashes_before));

@@ -88,6 +88,7 @@ struct WorkerTiming {
   std::optional<double> overhead_ms;  // calibration's overhead; absent when no null run finished
   double overhead_mad_ms = 0;         // kforge-worker: calibration's deviation
   double collect_overhead_ms = 0;     // kforge-worker: calibration's collect_ms
+  double lock_wait_s = 0;             // Python worker: null and timed runs' waits for the device lock
   std::optional<Calibration> calibration;  // Python worker
   std::optional<std::string> note;         // Python worker: a remark for the verdict's warnings
   // Python worker: per timed set ("0", "1"), each input's state ("same"/"changed") before the
