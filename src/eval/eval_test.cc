@@ -6,10 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "backend/registry.h"
+#include "base/device_lock.h"
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "eval/compiler.h"
@@ -58,6 +62,28 @@ class EvalTest : public ::testing::Test {
   std::optional<PrecisionPolicy> precision_;
   bool timing_ = true;
 };
+
+// kforge-worker locks the device itself (job.lock_file): shared for the job, exclusive from each
+// null and timed run's flush to the end of its call. Beside another shared holder (another
+// job's checks) it opens, uploads and checks at once and waits only to time.
+TEST_F(EvalTest, GivenAnotherSharedHolderTheWorkerChecksAtOnceAndWaitsOnlyForItsTimedRuns) {
+  ASSERT_EQ(Eval("scale", kData / "scale" / "good.cc").status, VerdictStatus::kCorrect);  // peaks and build kept
+  const std::string name = DeviceLockName(*FindBackend("cpp"), 0);
+  DeviceLockFile other(DeviceLockPath(name));
+  ASSERT_TRUE(other.usable());
+  other.Shared();
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    other.Release();
+  });
+  Verdict v = Eval("scale", kData / "scale" / "good.cc");
+  release.join();
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  const nlohmann::json& phases = v.worker_phases;
+  EXPECT_LT(phases.value("lock", 1e9), 1000) << phases.dump();  // the shared lock: granted beside the other holder
+  EXPECT_GT(phases.value("calibration_lock_wait", 0.0), 1500) << phases.dump();  // the first null run's flush waited
+  EXPECT_TRUE(phases.contains("timing_lock_wait")) << phases.dump();
+}
 
 TEST_F(EvalTest, GivenACorrectCandidateItIsJudgedCorrectAndTimed) {
   baselines_ = true;

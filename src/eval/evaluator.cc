@@ -912,10 +912,9 @@ Result<bool> Evaluation::RunCandidate() {
   if (options_.timing) job.timing = PlanTiming(trials_.size());
   Limits limits = WorkerLimits();
   verdict_.limits = LimitsToJson(limits);
-  Result<WorkerRun> run = [&] {
-    DeviceLock lock(LockName(backend_->name));
-    return RunWorker(runner_, job, files, limits);
-  }();
+  // The worker locks the device itself: shared for the job, exclusive for each timed run.
+  job.lock_file = DeviceLockPath(LockName(backend_->name)).string();
+  Result<WorkerRun> run = RunWorker(runner_, job, files, limits);
   if (!run.ok()) return run.status();
   Stage("run", t0);
   verdict_.worker_phases = run->report.phases_ms;
@@ -1060,10 +1059,8 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
   }
   job.timing = PlanTiming(n);
   job.timing->timed_checks = 0;  // the reference and the seed are the problem's own code
-  Result<WorkerRun> run = [&] {
-    DeviceLock lock(LockName(backend));
-    return RunWorker(runner_, job, files, WorkerLimits());
-  }();
+  job.lock_file = DeviceLockPath(LockName(backend)).string();  // locked as a candidate's job is
+  Result<WorkerRun> run = RunWorker(runner_, job, files, WorkerLimits());
   if (!run.ok()) return run.status();
   Cleanup(*run);
   if (!run->finished() || run->report.error)

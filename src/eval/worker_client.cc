@@ -150,6 +150,8 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   // Under a wrapper (ncu, compute-sanitizer) the wrapper's own folder is kept visible by the
   // sandbox, kforge-worker's is not unless named (it may lie below the private /tmp).
   if (!wrapper.empty()) spec.readable_paths.push_back(WorkerPath().parent_path());
+  // A job that locks the device itself opens the lock there (read-only), even below /tmp.
+  if (!job.lock_file.empty()) spec.readable_paths.push_back(fs::path(job.lock_file).parent_path());
   SetWorkerEnv(dir, job.backend, &spec);
   spec.limits = limits;
   return RunPreparedWorker(runner, spec, dir);

@@ -92,6 +92,7 @@ json JobToJson(const Job& job) {
             {"entry", job.entry}, {"program_source_file", job.program_source_file},
             {"sets", sets}, {"checks", job.checks}, {"check_twice", job.check_twice}, {"peaks", job.peaks},
             {"record_kernels", job.record_kernels}};
+  if (!job.lock_file.empty()) j["lock_file"] = job.lock_file;
   if (job.timing) j["timing"] = TimingPlanToJson(*job.timing);
   return j;
 }
@@ -120,6 +121,7 @@ Result<Job> JobFromJson(const json& j) {
     job.checks = j.value("checks", std::vector<int>{});
     job.check_twice = j.value("check_twice", true);
     job.record_kernels = j.value("record_kernels", true);
+    job.lock_file = j.value("lock_file", "");
     if (j.contains("timing")) {
       const json& t = j["timing"];
       TimingPlan p;

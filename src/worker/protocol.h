@@ -83,6 +83,10 @@ struct Job {
   // Record which kernels the first check ran (CUDA: CUPTI), result.json's "kernels". Off for
   // jobs under a profiler or sanitizer, which trace the process themselves.
   bool record_kernels = true;
+  // The device lock (base/device_lock.h) the supervisor takes itself: shared for the job, and
+  // exclusive from each null or timed run's cache flush to the end of its call. Empty: the
+  // orchestrator holds the device for the whole job (peaks, profiles), or there is no lock.
+  std::string lock_file;
 };
 
 nlohmann::json JobToJson(const Job& job);

@@ -43,6 +43,7 @@
 
 #include "backend/devices.h"
 #include "backend/registry.h"
+#include "base/device_lock.h"
 #include "base/files.h"
 #include "base/stats.h"
 #include "base/subprocess.h"
@@ -111,6 +112,7 @@ class Child {
   Result<json> Check(int set, int which, const std::string& record, std::string* blob);
   Result<json> Warmup(const json& cmd);
   Result<json> Prepare(const json& cmd);
+  Result<json> Flush();
   Result<json> Go(bool null);
   Result<json> Collect(std::string* blob);
   Status Poison(int set, int which);
@@ -175,6 +177,7 @@ Result<json> Child::Handle(const json& cmd, std::string* blob) {
   }
   if (op == "warmup") return Warmup(cmd);
   if (op == "prepare") return Prepare(cmd);
+  if (op == "flush") return Flush();
   if (op == "go") return Go(cmd.value("null", false));
   if (op == "collect") return Collect(blob);
   if (op == "precision") return json{{"precision", device_->PrecisionReport()}};
@@ -536,6 +539,15 @@ Result<json> Child::Prepare(const json& cmd) {
   return json{{"ready", true}};
 }
 
+// The prepared run's cache flush, apart from its prepare: the supervisor takes the device
+// exclusive between the two.
+Result<json> Child::Flush() {
+  if (prepared_ < 0) return Status::InvalidArgument("nothing prepared");
+  KF_RETURN_IF_ERROR(device_->FlushCaches());
+  KF_RETURN_IF_ERROR(device_->Synchronize());
+  return json{{"flushed", true}};
+}
+
 // One run of the prepared set (a null run before the candidate is loaded).
 Result<json> Child::Go(bool null) {
   if (prepared_ < 0) return Status::InvalidArgument("nothing prepared");
@@ -612,8 +624,12 @@ class Supervisor {
   // Ends the current phase on the supervisor's clock (result.json's phases_ms) and starts
   // `next`; with `progress`, also the stage line the orchestrator reads.
   void Phase(const std::string& next, const std::string& progress = "");
+  // The device lock (job.lock_file): shared or exclusive; returns the milliseconds waited. A
+  // no-op for a job without one (the orchestrator then holds the device).
+  double Lock(bool exclusive);
 
   const Job& job_;
+  std::unique_ptr<DeviceLockFile> lock_;  // opened after the fork: the child has no descriptor of it
   fs::path dir_;
   pid_t child_ = -1;
   int sock_ = -1;
@@ -636,6 +652,17 @@ void Supervisor::Phase(const std::string& next, const std::string& progress) {
   phase_ = next;
   phase_start_ = now;
   if (!progress.empty()) Stage(progress);
+}
+
+double Supervisor::Lock(bool exclusive) {
+  if (!lock_) return 0;
+  double t0 = NowMs();
+  if (exclusive) {
+    lock_->Exclusive();
+  } else {
+    lock_->Shared();
+  }
+  return NowMs() - t0;
 }
 
 Status Supervisor::StartChild() {
@@ -758,22 +785,28 @@ int Supervisor::ChildThreads() const {
 Status Supervisor::Calibrate() {
   const TimingPlan& plan = *job_.timing;
   std::vector<double> gaps, collects;
+  double waited = 0;
   for (int i = 0; i < plan.calibration_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
     // Exactly what a timed run's prepare does (fresh inputs, flush): what it leaves behind
     // (a busy copy engine, cold host caches) then weighs on the null run as on a timed one.
-    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", plan.flush}};
+    // Locked as a timed run is (Timing): the device alone from the flush to the end of the call.
+    json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", false}};
     if (plan.fresh_inputs) prep["seed"] = FreshSeed();
     if (!Call("calibration", prep).ok()) return Status::Ok();
+    waited += Lock(true);
+    if (plan.flush && !Call("calibration", {{"op", "flush"}}).ok()) return Status::Ok();
     double t0 = NowMs();
     Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}});
     double wall = NowMs() - t0;
+    Lock(false);  // a downgrade never waits
     if (!m.ok()) return Status::Ok();
     gaps.push_back(wall - m->head.value("device_ms", 0.0));
     t0 = NowMs();
     if (!Call("calibration", {{"op", "collect"}}, OutputBytes(job_.sets[set])).ok()) return Status::Ok();
     collects.push_back(NowMs() - t0);
   }
+  result_["phases_ms"]["calibration_lock_wait"] = waited;
   double med = Median(gaps);
   std::vector<double> dev;
   for (double g : gaps) dev.push_back(std::fabs(g - med));
@@ -886,11 +919,14 @@ Status Supervisor::Timing() {
   // Of the timing phase: the wait for the child's prepare (the part of it the supervisor's own
   // checks of the previous run did not cover), the supervisor's output checks.
   double prepare_ms = 0, verify_ms = 0;
+  // The waits for the device lock, exclusive from each run's flush to the end of its call: the
+  // budget is the job's own time, not its turn behind other jobs' runs.
+  double waited = 0;
   // Run i + 1 is prepared by the child while the supervisor checks run i's outputs (on the H200
   // and the 2-core VM those checks took 3 to 8 ms a run). Nothing is timed meanwhile.
   uint64_t next_seed = 0;
   auto send_prepare = [&](int i) {
-    json prep = {{"op", "prepare"}, {"set", plan.sets[i % plan.sets.size()]}, {"poison", i % 2}, {"flush", plan.flush}};
+    json prep = {{"op", "prepare"}, {"set", plan.sets[i % plan.sets.size()]}, {"poison", i % 2}, {"flush", false}};
     next_seed = FreshSeed();
     if (plan.fresh_inputs) prep["seed"] = next_seed;
     return Send("timed run " + std::to_string(i), prep);
@@ -908,9 +944,16 @@ Status Supervisor::Timing() {
     double p0 = NowMs();
     if (!Receive(stage).ok()) return Status::Ok();
     prepare_ms += NowMs() - p0;
+    waited += Lock(true);
+    if (plan.flush) {
+      p0 = NowMs();
+      if (!Call(stage, {{"op", "flush"}}).ok()) return Status::Ok();
+      prepare_ms += NowMs() - p0;
+    }
     double t0 = NowMs();
     Result<Message> ran = Call(stage, {{"op", "go"}});
     double wall = NowMs() - t0;
+    Lock(false);  // a downgrade never waits
     if (!ran.ok()) return Status::Ok();
     t0 = NowMs();
     Result<Message> m = Call(stage, {{"op", "collect"}}, OutputBytes(in));
@@ -926,7 +969,7 @@ Status Supervisor::Timing() {
     // Over the device times. The Python worker takes each run as judged, max(device, wall less
     // the overhead); doing that here made the tuner's microsecond-kernel test pick an 8x slower
     // configuration in 1 of 6 quiet runs (0 before), so the two samples stay apart for now.
-    const double elapsed = NowMs() - start;
+    const double elapsed = NowMs() - start - waited;
     const int n = i + 1;
     // Per set (SetCoefficientOfVariation, base/stats.h; the Python worker's formula too).
     const bool enough = (n >= plan.min_runs && (elapsed >= plan.budget_ms || SetCoefficientOfVariation(device_ms, used) <= plan.cv_target ||
@@ -994,6 +1037,7 @@ Status Supervisor::Timing() {
   result_["phases_ms"]["timing_prepare"] = prepare_ms;
   result_["phases_ms"]["timing_collect"] = std::accumulate(collect_ms.begin(), collect_ms.end(), 0.0);
   result_["phases_ms"]["timing_verify"] = verify_ms;
+  result_["phases_ms"]["timing_lock_wait"] = waited;
   return Save();
 }
 
@@ -1020,6 +1064,7 @@ void Supervisor::EndChild() {
 Status Supervisor::Finish() {
   Phase("finish");
   EndChild();
+  if (lock_) lock_->Release();
   Phase("");
   result_["files"] = files_;
   if (!failed_) result_["done"] = true;
@@ -1034,6 +1079,9 @@ Status Supervisor::Finish() {
 Status Supervisor::Run() {
   Phase("start");
   KF_RETURN_IF_ERROR(StartChild());
+  if (!job_.lock_file.empty()) lock_ = std::make_unique<DeviceLockFile>(job_.lock_file);
+  Phase("lock");  // the wait for the shared lock
+  Lock(false);
   Phase("open", "open device");
   Result<Message> opened = Call("open device", {{"op", "open"}});
   if (!opened.ok()) return Finish();
