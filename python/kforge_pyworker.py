@@ -297,8 +297,8 @@ class Supervisor:
         print(STDERR_TAG + name, file=sys.stderr, flush=True)
 
     def lock(self, exclusive):
-        """The device lock (docs/python-worker.md): shared while the job computes references,
-        checks, prepares and collects runs, exclusive from a timed or null run's cache flush to
+        """The device lock (docs/python-worker.md): shared for each command that computes
+        references, checks, prepares or collects a run, exclusive from a timed or null run's cache flush to
         the end of its call, so that nothing else runs on the device while it is timed. Long
         CPU-bound phases (imports, torch.compile, inline builds) hold no lock. Opened after the
         fork: the child has no descriptor that could release it. Returns the seconds waited."""
@@ -574,14 +574,14 @@ class Supervisor:
     def run_reference(self):
         res = self.res
         res.data["sets"] = []
-        self.lock(exclusive=False)
         for i in range(len(self.spec["sets"])):
             self.stage("reference set %d" % i)
+            self.lock(exclusive=False)  # for the set's call alone: another job's timed run waits for one set at most
             r = self.call({"cmd": "reference", "set": i})
+            self.unlock()
             self.receive_files(r.get("files", []), r.get("blobs", []))
             res.data["sets"].append(r["desc"])
             res.save()
-        self.unlock()
 
     def run_implementation(self):
         spec, res = self.spec, self.res
@@ -605,9 +605,7 @@ class Supervisor:
             self.call({"cmd": "first_run"})
             res.data["first_call_seconds"] = time.perf_counter() - t0
         if spec.get("checks"):
-            self.lock(exclusive=False)
             self.run_checks()
-            self.unlock()
         if spec["mode"] == "candidate":
             now = self.call({"cmd": "precision"})["state"]
             res.data["precision"] = {"state": now, "default": default_precision}
@@ -632,8 +630,12 @@ class Supervisor:
                 for which, letter in runs:
                     self.stage("check set %d run %s" % (i, letter))
                     record = n == 0 and letter == "a" and self.spec["mode"] == "candidate"
+                    # Shared for the call alone, so that another job's timed run waits for one
+                    # check at most.
+                    self.lock(exclusive=False)
                     r = self.call({"cmd": "check", "set": i, "which": which, "before": letter == "a",
                                    "after": letter == runs[-1][1], "record_kernels": record})
+                    self.unlock()
                     if record:
                         res.data["kernels"] = kernels_record(r.get("kernels"))
                         self.child_seconds(r)

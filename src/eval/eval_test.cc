@@ -80,7 +80,6 @@ TEST_F(EvalTest, GivenAnotherSharedHolderTheWorkerChecksAtOnceAndWaitsOnlyForIts
   release.join();
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   const nlohmann::json& phases = v.worker_phases;
-  EXPECT_LT(phases.value("lock", 1e9), 1000) << phases.dump();  // the shared lock: granted beside the other holder
   EXPECT_GT(phases.value("calibration_lock_wait", 0.0), 1500) << phases.dump();  // the first null run's flush waited
   EXPECT_TRUE(phases.contains("timing_lock_wait")) << phases.dump();
 }

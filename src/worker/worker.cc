@@ -624,12 +624,17 @@ class Supervisor {
   // Ends the current phase on the supervisor's clock (result.json's phases_ms) and starts
   // `next`; with `progress`, also the stage line the orchestrator reads.
   void Phase(const std::string& next, const std::string& progress = "");
-  // The device lock (job.lock_file): shared or exclusive; returns the milliseconds waited. A
-  // no-op for a job without one (the orchestrator then holds the device).
-  double Lock(bool exclusive);
+  // The device lock (job.lock_file; a no-op for a job without one: the orchestrator then
+  // holds the device). Every command to the child holds it shared from its Send to its
+  // Receive, so that another job's timed run waits for one command at most; Exclusive() holds
+  // it for a null or timed run's flush and call, until Unlock(). Returns the milliseconds waited.
+  double Exclusive();
+  void Unlock();
 
   const Job& job_;
   std::unique_ptr<DeviceLockFile> lock_;  // opened after the fork: the child has no descriptor of it
+  bool exclusive_ = false;                // held exclusive (Exclusive() until Unlock())
+  bool call_shared_ = false;              // held shared for the command in flight
   fs::path dir_;
   pid_t child_ = -1;
   int sock_ = -1;
@@ -654,15 +659,17 @@ void Supervisor::Phase(const std::string& next, const std::string& progress) {
   if (!progress.empty()) Stage(progress);
 }
 
-double Supervisor::Lock(bool exclusive) {
+double Supervisor::Exclusive() {
   if (!lock_) return 0;
   double t0 = NowMs();
-  if (exclusive) {
-    lock_->Exclusive();
-  } else {
-    lock_->Shared();
-  }
+  lock_->Exclusive();
+  exclusive_ = true;
   return NowMs() - t0;
+}
+
+void Supervisor::Unlock() {
+  if (lock_) lock_->Release();
+  exclusive_ = false;
 }
 
 Status Supervisor::StartChild() {
@@ -705,12 +712,23 @@ Result<Message> Supervisor::Call(const std::string& stage, const json& cmd, uint
 }
 
 Status Supervisor::Send(const std::string& stage, const json& cmd) {
+  if (lock_ && !exclusive_ && !call_shared_) {
+    lock_->Shared();
+    call_shared_ = true;
+  }
   Status sent = SendMessage(sock_, cmd);
   return sent.ok() ? sent : ChannelFailed(stage, sent);
 }
 
 Result<Message> Supervisor::Receive(const std::string& stage, uint64_t max_blob) {
   Result<Message> m = ReceiveMessage(sock_, max_blob, &drain_);
+  struct Release {  // the command's shared hold ends with its reply, however it went
+    Supervisor* s;
+    ~Release() {
+      if (s->call_shared_ && !s->exclusive_) s->lock_->Release();
+      s->call_shared_ = false;
+    }
+  } release{this};
   if (m.ok() && m->head.contains("error")) {
     KF_RETURN_IF_ERROR(Fail(stage, m->head["error"].is_string() ? m->head["error"].get<std::string>() : m->head["error"].dump(),
                             m->head.value("build_failure", json())));
@@ -794,12 +812,12 @@ Status Supervisor::Calibrate() {
     json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", false}};
     if (plan.fresh_inputs) prep["seed"] = FreshSeed();
     if (!Call("calibration", prep).ok()) return Status::Ok();
-    waited += Lock(true);
+    waited += Exclusive();
     if (plan.flush && !Call("calibration", {{"op", "flush"}}).ok()) return Status::Ok();
     double t0 = NowMs();
     Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}});
     double wall = NowMs() - t0;
-    Lock(false);  // a downgrade never waits
+    Unlock();
     if (!m.ok()) return Status::Ok();
     gaps.push_back(wall - m->head.value("device_ms", 0.0));
     t0 = NowMs();
@@ -944,7 +962,7 @@ Status Supervisor::Timing() {
     double p0 = NowMs();
     if (!Receive(stage).ok()) return Status::Ok();
     prepare_ms += NowMs() - p0;
-    waited += Lock(true);
+    waited += Exclusive();
     if (plan.flush) {
       p0 = NowMs();
       if (!Call(stage, {{"op", "flush"}}).ok()) return Status::Ok();
@@ -953,7 +971,7 @@ Status Supervisor::Timing() {
     double t0 = NowMs();
     Result<Message> ran = Call(stage, {{"op", "go"}});
     double wall = NowMs() - t0;
-    Lock(false);  // a downgrade never waits
+    Unlock();
     if (!ran.ok()) return Status::Ok();
     t0 = NowMs();
     Result<Message> m = Call(stage, {{"op", "collect"}}, OutputBytes(in));
@@ -1064,7 +1082,7 @@ void Supervisor::EndChild() {
 Status Supervisor::Finish() {
   Phase("finish");
   EndChild();
-  if (lock_) lock_->Release();
+  Unlock();
   Phase("");
   result_["files"] = files_;
   if (!failed_) result_["done"] = true;
@@ -1080,8 +1098,6 @@ Status Supervisor::Run() {
   Phase("start");
   KF_RETURN_IF_ERROR(StartChild());
   if (!job_.lock_file.empty()) lock_ = std::make_unique<DeviceLockFile>(job_.lock_file);
-  Phase("lock");  // the wait for the shared lock
-  Lock(false);
   Phase("open", "open device");
   Result<Message> opened = Call("open device", {{"op", "open"}});
   if (!opened.ok()) return Finish();
