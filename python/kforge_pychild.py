@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import inspect
 import json
+import mmap
 import os
 import re
 import signal
@@ -143,6 +144,20 @@ def tensor_into(region, offset, t):
     if n:
         torch.frombuffer(region, dtype=torch.uint8, count=n, offset=offset).copy_(src.view(torch.uint8))
     return n
+
+
+def pin_host_pages(torch, region):
+    """Page-locks the shared region for CUDA (cudaHostRegister), so that hand_over's copies from
+    the device are one DMA into its pages instead of the driver's staging copies through a
+    bounce buffer (8 MiB: about 0.3 ms instead of 2.5 ms). True when it took; the copies work
+    either way."""
+    try:
+        ptr = torch.frombuffer(region, dtype=torch.uint8).data_ptr()
+        size = -(-len(region) // mmap.PAGESIZE) * mmap.PAGESIZE  # the mapping's whole pages
+        err = torch.cuda.cudart().cudaHostRegister(ptr, size, 0)
+        return int(getattr(err, "value", err)) == 0
+    except Exception:
+        return False
 
 
 def tensor_hash(t):
@@ -741,7 +756,11 @@ class Child:
         self.device = Device(self.spec.get("device", "cpu"))
         self.tiny = torch.zeros(1, device=self.device.spec)
         clock.lap("device")
-        return {"fingerprint": self.device.fingerprint(), "llc_bytes": self.device.llc, "seconds": clock.laps}, ()
+        reply = {"fingerprint": self.device.fingerprint(), "llc_bytes": self.device.llc, "seconds": clock.laps}
+        if self.region is not None and self.device.cuda:
+            reply["shared_region_pinned"] = pin_host_pages(torch, self.region)
+            clock.lap("pin the shared region")
+        return reply, ()
 
     def cmd_reference(self, msg):
         """Describes set i (inputs, parameters, outputs) and computes its reference output in

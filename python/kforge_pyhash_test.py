@@ -279,6 +279,67 @@ class SharedHandOverTest(unittest.TestCase):
 
 
 
+class TimedLoopTest(unittest.TestCase):
+    """The timed loop (Supervisor.timed_loop) on a stand-in supervisor whose one_run fakes the
+    child: each run's scans are settled inside the next run, after its prepare and before its
+    exclusive part, and the last run's outputs are checked too."""
+
+    def setUp(self):
+        import kforge_pyworker
+        self.w = kforge_pyworker
+        self.events = []
+        self.outputs = {}  # run -> its bytes
+        sup = types.SimpleNamespace(
+            spec={"sets": [{"outputs": [{"name": "y", "dtype": "float32", "dims": [64]}]}], "problem": {"kind": "kforge"},
+                  "timed_checks": 1},
+            calibration={"overhead_ms": 0.0}, samples=[], lock_wait_s=0.0, check_digests={})
+        sup.fresh = lambda: True
+        sup.settle_run = self.w.Supervisor.settle_run
+        sup.check_timed_outputs = lambda k, run, seen, issues: self.w.Supervisor.check_timed_outputs(sup, k, run, seen, issues)
+        sup.one_run = self.one_run
+        self.sup = sup
+        self.k = 0
+
+    def one_run(self, j, seed, null, keep=False, flush=True, poison=0, settle=None):
+        k = self.k
+        self.k += 1
+        self.events.append("prepare %d" % k)
+        self.assertIsNotNone(settle, "a timed run settles the previous one's scans")
+        settle()
+        self.events.append("exclusive %d" % k)
+        probe = self.w.OutputProbe("float32", None, keep)
+        probe(memoryview(self.outputs.get(k, bytes([k]) * 256)).toreadonly())
+        return {"set": j, "seed": seed, "wall_ms": 1.0, "prepare_ms": 0.1, "collect_ms": 0.1, "device_ms": 1.0,
+                "host_ms": 1.0, "probes": [("y", probe)], "overrun": None, "inputs_changed": [], "lock_wait_s": 0.0}
+
+    def loop(self, runs):
+        timing = {k: [] for k in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms", "sets_used", "seeds",
+                                  "magnitudes", "issues")}
+        plan = {"sets": [0], "max_runs": runs, "min_runs": runs + 1, "budget_ms": 60000}
+        self.w.Supervisor.timed_loop(self.sup, plan, timing)
+        return timing
+
+    def test_each_run_is_settled_after_the_next_ones_prepare_and_before_its_exclusive_part(self):
+        checked = []
+        real = self.sup.check_timed_outputs
+        self.sup.check_timed_outputs = lambda k, run, seen, issues: (checked.append(k), self.events.append("checked %d" % k),
+                                                                    real(k, run, seen, issues))
+        timing = self.loop(3)
+        self.assertEqual(self.events, ["prepare 0", "exclusive 0", "prepare 1", "checked 0", "exclusive 1",
+                                       "prepare 2", "checked 1", "exclusive 2", "checked 2"])
+        self.assertEqual(checked, [0, 1, 2])
+        self.assertEqual(len(timing["scan_ms"]), 3)
+        self.assertEqual(len(timing["step_ms"]), 3)
+        self.assertEqual(timing["issues"], [])
+
+    def test_a_repeat_in_the_last_run_is_found(self):
+        self.outputs[4] = bytes([0]) * 256  # run 4 hands back run 0's bytes
+        timing = self.loop(5)
+        self.assertEqual(len(timing["issues"]), 1)
+        self.assertIn("timed run 4", timing["issues"][0])
+        self.assertIn("byte-identical to timed run 0", timing["issues"][0])
+
+
 class FileSinkTest(unittest.TestCase):
     """The digest the Python worker names its files by (FileSink) is PieceDigestHex's: the
     SHA-256 of the SHA-256 of each 8 MiB piece (src/base/files_test.cc checks the C++ side)."""

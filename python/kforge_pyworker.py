@@ -529,6 +529,8 @@ class Supervisor:
             self.child_seconds(init)
             res.data["fingerprint"] = init["fingerprint"]
             res.data["llc_bytes"] = init["llc_bytes"]
+            if "shared_region_pinned" in init:
+                res.data["shared_region_pinned"] = bool(init["shared_region_pinned"])
             res.save()
             if spec["mode"] == "reference":
                 self.run_reference()
@@ -710,19 +712,28 @@ class Supervisor:
         return sizes
 
     # Timing.
-    def one_run(self, j, seed, null, keep=False, flush=True, poison=0):
+    def one_run(self, j, seed, null, keep=False, flush=True, poison=0, settle=None):
         """prepare, flush, go, collect: one run of set j, its kf_run outputs filled with poison
         pattern `poison` (0 or 1; timed runs alternate them, as kforge-worker's do). The device
         lock is shared while the run is prepared and collected and exclusive from the cache flush
         to the end of the call, so runs of jobs judged side by side interleave and none is timed
         beside another's work. The supervisor's clock measures each step (prepare_ms includes
         the flush, none of them the lock's waits); wall_ms is from sending go to receiving done;
-        lock_wait_s is what the run waited for the lock."""
+        lock_wait_s is what the run waited for the lock.
+
+        The run's outputs are scanned on the Scanner's threads (OutputProbe). Without `settle`,
+        one_run waits for those scans before it returns. The timed loop passes the previous
+        run's settle_run instead: it is called once this run is prepared and the lock is let go,
+        before the lock is taken exclusive, so the previous run's scans overlap this run's
+        prepare and never its timed call."""
         ns = time.perf_counter_ns
         waited = self.lock(exclusive=False)
         t0 = ns()
         self.call({"cmd": "prepare", "set": j, "seed": seed, "null": null, "flush": False, "poison": poison})
         prepare = ns() - t0
+        if settle is not None:
+            self.unlock()  # nobody waits for the device behind a scan
+            settle()
         waited += self.lock(exclusive=True)
         if flush:
             t0 = ns()
@@ -741,12 +752,23 @@ class Supervisor:
         probes = [(d["name"], OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)) for d in expected]
         self.feed_outputs(r, expected, [p for _, p in probes], keep=keep)
         t4 = ns()
-        for _, probe in probes:  # no scan outlives the run: the next one's clock sees none
+        run = {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": prepare / 1e6,
+               "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
+               "host_ms": float(done["host_ms"]), "probes": probes, "overrun": r.get("overrun"),
+               "inputs_changed": r.get("inputs_changed", []), "lock_wait_s": waited}
+        if settle is None:
+            self.settle_run(run)
+        return run
+
+    @staticmethod
+    def settle_run(run):
+        """Waits for the scans of a run's outputs; scan_ms: how long that wait took (the scans'
+        time that no other step hid). The copy they read is reused by the next run's collect,
+        which comes after this."""
+        t0 = time.perf_counter_ns()
+        for _, probe in run["probes"]:
             probe.result()
-        return {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": prepare / 1e6,
-                "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
-                "host_ms": float(done["host_ms"]), "probes": probes, "overrun": r.get("overrun"),
-                "inputs_changed": r.get("inputs_changed", []), "lock_wait_s": waited}
+        run["scan_ms"] = (time.perf_counter_ns() - t0) / 1e6
 
     def fresh(self):
         """Whether timed runs get fresh inputs: always for KernelBench problems (the module's
@@ -819,17 +841,32 @@ class Supervisor:
         waited = 0.0  # for the device lock: the budget is the job's own time on it
         effective = []
         k = 0
+        previous = None  # (k, run) whose outputs are still being scanned
+        timing["scan_ms"], timing["step_ms"] = [], []
+
+        def settle(previous):
+            """The previous run's scans waited for, and its outputs checked."""
+            pk, prun = previous
+            self.settle_run(prun)
+            timing["scan_ms"].append(prun["scan_ms"])
+            self.check_timed_outputs(pk, prun, seen, timing["issues"])
+
+        step = time.perf_counter()
         while True:
             j = sets[k % len(sets)]
             seed = secrets.randbits(63) if self.fresh() else None
             slot = k if k < k_keep else secrets.randbelow(k + 1)  # reservoir sampling (algorithm R)
-            run = self.one_run(j, seed, False, keep=slot < k_keep, poison=k % 2)
+            run = self.one_run(j, seed, False, keep=slot < k_keep, poison=k % 2,
+                               settle=(lambda p=previous: settle(p)) if previous else (lambda: None))
+            previous = (k, run)
             for key in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms"):
                 timing[key].append(run[key])
             timing["sets_used"].append(j)
             timing["seeds"].append(seed)
             timing["magnitudes"].append(self.spec["sets"][j].get("magnitude", 1.0))
-            self.check_timed_outputs(k, run, seen, timing["issues"])
+            now = time.perf_counter()
+            timing["step_ms"].append((now - step) * 1e3)
+            step = now
             if slot < k_keep:
                 run.update(run=k, magnitude=timing["magnitudes"][-1])
                 if len(self.samples) < k_keep:
@@ -855,6 +892,8 @@ class Supervisor:
                 target = plan.get("precision_target", 0.03)
                 if target > 0 and set_median_precision(effective, timing["sets_used"]) <= target:
                     break
+        if previous:
+            settle(previous)
 
     def check_timed_outputs(self, k, run, seen, issues):
         """Findings about timed run k's outputs, from the bytes received: fully written (kf_run),

@@ -1529,6 +1529,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
       {"clock", "max(device_ms, wall_ms - overhead_ms) per run; wall_ms is the worker's supervisor's clock"},
       {"overhead_ms", t.overhead_ms}, {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
       {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},
+      {"scan_median_ms", Median(tj.scan_ms)}, {"step_median_ms", Median(tj.step_ms)},
       {"calibration", PythonCalibrationJson(tj.calibration)}, {"fresh_inputs", tj.fresh_inputs},
       {"lock_wait_s", tj.lock_wait_s}};
   if (tj.note) verdict_.warnings.push_back(*tj.note);

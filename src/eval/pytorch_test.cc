@@ -456,6 +456,10 @@ TEST_F(PyTorchTest, GivenAnOutputCacheKeyedOnInputValuesFreshInputsNeverLetItHit
   EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_EQ(v.fingerprint["timing"]["fresh_inputs"], true);
   EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+  // Each timed run's whole step (start to start) holds its call, and the scans' wait is recorded.
+  const nlohmann::json& t = v.fingerprint["timing"];
+  EXPECT_GE(t["step_median_ms"].get<double>(), t["wall_median_ms"].get<double>()) << t.dump();
+  EXPECT_GE(t["scan_median_ms"].get<double>(), 0.0) << t.dump();
   EXPECT_EQ(EvalAttack(Twin(cheat)).status, VerdictStatus::kCorrect);
 }
 

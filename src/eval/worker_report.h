@@ -76,6 +76,9 @@ struct WorkerTiming {
   std::vector<double> wall_ms;     // the supervisor's clock around the call
   std::vector<double> collect_ms;  // the supervisor's clock around the hand-over of outputs
   std::vector<double> prepare_ms;  // Python worker: around the preparation (fresh inputs, flush)
+  // Python worker: the wait for each run's output scans (digest, NaN/Inf and poison counts) that
+  // the next run's prepare did not hide, and each run's whole step, start to start.
+  std::vector<double> scan_ms, step_ms;
   std::vector<int> sets_used;      // the input set of each run
   // The fresh inputs' seed of each run (the Python worker: null when not fresh).
   std::vector<std::optional<uint64_t>> seeds;
