@@ -342,7 +342,7 @@ class TimedLoopTest(unittest.TestCase):
 
 class FileSinkTest(unittest.TestCase):
     """The digest the Python worker names its files by (FileSink) is PieceDigestHex's: the
-    SHA-256 of the SHA-256 of each 8 MiB piece (src/base/files_test.cc checks the C++ side)."""
+    SHA-256 of the SHA-256 of each 1 MiB piece (src/base/files_test.cc checks the C++ side)."""
 
     def digest_by_definition(self, data):
         import kforge_pyworker

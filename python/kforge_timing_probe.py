@@ -11,7 +11,11 @@ the kernel and the part that is the launch path can be told apart:
   back-to-back     the call again and again, nothing in between
   after flush      the child's cache flush (a fill of twice the L2, then a synchronize) first
   after idle       a flush, then 10 ms of host sleep (the supervisor's scans, another job's run)
-  no manual_seed   as "after flush", without the torch.manual_seed the child runs in the call
+  no manual_seed   as "after flush", without the torch.manual_seed the child ran in the call
+  0.1 ms wait      a flush, then 0.1 ms of host sleep (the child waiting for "go"), no seed
+  idle, then spin  after idle, 2 ms of host busy loop before the call (a core kept awake), no seed
+  idle, then op    after idle, a one-element op and a synchronize before the call, no seed
+  idle, no seed    after idle, no seed
   device only      100 calls between one pair of events, divided by 100: the launch overlapped
 
 and the cost of the supervisor's steps for the output: an 8 MiB copy from the device into
@@ -87,6 +91,16 @@ def main():
     summary("after flush", timed(flush))
     summary("after idle", timed(lambda: (flush(), time.sleep(0.01))))
     summary("no manual_seed", timed(flush, seed=False))
+    tiny = torch.zeros(1, device=dev)
+
+    def spin(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+    summary("0.1 ms wait", timed(lambda: (flush(), time.sleep(0.0001)), seed=False))
+    summary("idle, then spin", timed(lambda: (flush(), time.sleep(0.01), spin(0.002)), seed=False))
+    summary("idle, then op", timed(lambda: (flush(), time.sleep(0.01), tiny.add_(1.0), torch.cuda.synchronize()), seed=False))
+    summary("idle, no seed", timed(lambda: (flush(), time.sleep(0.01)), seed=False))
     many = []
     for _ in range(20):
         flush()

@@ -21,7 +21,7 @@ namespace {
 
 // Bumped whenever what a kept entry means changes: the input generator, what a reference job
 // writes, the timing plan's meaning. Every old entry then misses.
-constexpr const char* kFormat = "kforge-trusted-state-2";
+constexpr const char* kFormat = "kforge-trusted-state-3";  // 3: 1 MiB digest pieces
 
 uint64_t LimitBytes() {
   const char* env = std::getenv("KFORGE_TRUSTED_CACHE_MB");
