@@ -795,8 +795,10 @@ class Supervisor:
                              flush=k % FLUSH_EVERY == 0) for k in range(n)]
         self.lock_wait_s += sum(r["lock_wait_s"] for r in runs)
         med = statistics.median
+        gaps = [r["wall_ms"] - r["device_ms"] for r in runs]
         self.calibration = {"null_runs": len(runs),
-                            "overhead_ms": med([r["wall_ms"] - r["device_ms"] for r in runs]),
+                            "overhead_ms": med(gaps),
+                            "overhead_mad_ms": med([abs(g - med(gaps)) for g in gaps]),
                             "wall_ms": med([r["wall_ms"] for r in runs]),
                             "device_ms": med([r["device_ms"] for r in runs]),
                             "prepare_ms": med([r["prepare_ms"] for k, r in enumerate(runs) if k % FLUSH_EVERY == 0]),
@@ -806,7 +808,8 @@ class Supervisor:
         spec, res = self.spec, self.res
         plan = spec["timing"]
         sets = plan["sets"]
-        timing = {"overhead_ms": self.calibration["overhead_ms"], "calibration": self.calibration,
+        timing = {"overhead_ms": self.calibration["overhead_ms"],
+                  "overhead_mad_ms": self.calibration["overhead_mad_ms"], "calibration": self.calibration,
                   "fresh_inputs": self.fresh(), "device_ms": [], "host_ms": [], "wall_ms": [],
                   "prepare_ms": [], "collect_ms": [], "sets_used": [], "seeds": [], "magnitudes": [],
                   "issues": [], "threads_before": self.threads()}
@@ -833,13 +836,11 @@ class Supervisor:
 
     def timed_loop(self, plan, timing):
         sets, k_keep = plan["sets"], int(self.spec.get("timed_checks", 3))
-        overhead = self.calibration["overhead_ms"]
         seen = {}  # output name -> {digest: "timed run N"} (the check runs' too)
         for name, digests in getattr(self, "check_digests", {}).items():
             seen[name] = dict(digests) if self.fresh() else {}
         start = time.perf_counter()
         waited = 0.0  # for the device lock: the budget is the job's own time on it
-        effective = []
         k = 0
         previous = None  # (k, run) whose outputs are still being scanned
         timing["scan_ms"], timing["step_ms"] = [], []
@@ -873,7 +874,6 @@ class Supervisor:
                     self.samples.append(run)
                 else:
                     self.samples[slot] = run
-            effective.append(max(run["device_ms"], run["wall_ms"] - overhead))
             k += 1
             waited += run["lock_wait_s"]
             self.lock_wait_s += run["lock_wait_s"]
@@ -883,14 +883,16 @@ class Supervisor:
             if k >= 3 and elapsed >= 2 * plan.get("budget_ms", 2000):  # kforge-worker's rule too
                 break
             if k >= plan.get("min_runs", 10):
-                # kforge-worker's formula (SetCoefficientOfVariation, src/base/stats.h) and the
-                # verdict's cv, here of the runs as the orchestrator takes them (kforge-worker:
-                # of the device times).
-                cv = set_cv(effective, timing["sets_used"])
+                # kforge-worker's rule over the same sample, the device times
+                # (SetCoefficientOfVariation and SetMedianPrecision, src/base/stats.h): the
+                # orchestrator bounds their median by this supervisor's wall clock
+                # (TimingFromWorker, docs/evaluation.md section 3).
+                device = timing["device_ms"]
+                cv = set_cv(device, timing["sets_used"])
                 if elapsed >= plan.get("budget_ms", 2000) or cv <= plan.get("cv_target", 0.02):
                     break
                 target = plan.get("precision_target", 0.03)
-                if target > 0 and set_median_precision(effective, timing["sets_used"]) <= target:
+                if target > 0 and set_median_precision(device, timing["sets_used"]) <= target:
                     break
         if previous:
             settle(previous)

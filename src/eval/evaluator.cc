@@ -42,7 +42,13 @@ namespace {
 // How kept baselines' times were computed from their runs (verdict.cc, base/stats.h): part of
 // their key, so that a change of the statistic retimes them rather than comparing a new median
 // with an old one.
-constexpr const char* kTimingStatistic = "mean of per-set medians; max(device, wall - overhead) per run for Python";
+constexpr const char* kTimingStatistic =
+    "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker";
+// The verdict's fingerprint.timing.clock for a Python job (kforge-worker's verdicts say the same
+// through wall_bounded and their warnings).
+constexpr const char* kTimingClock =
+    "median of device_ms (the child's timer), at least the supervisor's wall_ms median less overhead_ms, "
+    "5% and 3 overhead_mad_ms (TimingFromWorker)";
 
 struct Trial {
   BoundProblem bound;
@@ -195,6 +201,8 @@ class Evaluation {
   Result<bool> RunPythonCandidate();
   Result<bool> CheckPythonTiming(const WorkerRun& run);
   bool CheckPythonClocks(const PythonTiming& t);
+  bool CheckSupervisorClock(const WorkerTiming& tj, const TimingStats& stats);
+  void WarnIfWallBounded(const TimingStats& stats);
   Result<bool> CheckTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples, bool fresh);
   Result<std::vector<std::vector<std::vector<double>>>> PythonTimedReferences(const std::vector<TimedSample>& samples);
   void StartStandbyReference();
@@ -828,28 +836,7 @@ Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
   }
   if (stats.host_median_ms > 3 * device + 1.0)
     verdict_.warnings.push_back("host time is far above device time: work may escape the device timer");
-  // The device timer runs in the candidate's process; the supervisor's clock does not. Every
-  // run's reported time well below what that clock allows is forged (or the work escaped the
-  // call). The smallest gap decides: on a busy machine the supervisor wakes up late on many
-  // runs, never on all of them, while a forged timer shows on every run. (The median already
-  // holds the supervisor's bound, so a forger gains nothing by keeping one run honest.)
-  const std::vector<double>& d = tj.device_ms;
-  const std::vector<double>& w = tj.wall_ms;
-  if (!w.empty() && w.size() == d.size()) {
-    double clock_gap = 1e300;
-    for (size_t i = 0; i < w.size(); ++i) clock_gap = std::min(clock_gap, w[i] - d[i] - stats.overhead_ms);
-    // The absolute margin is a loaded machine's wake-up latency (measured on this project's
-    // 2-core CI VM beside other jobs); the median bound still applies below it.
-    if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.overhead_mad_ms + 0.5) {
-      Finish(VerdictStatus::kSuspicious,
-             "the device time the candidate's process reported (median " + std::to_string(stats.device_median_ms) +
-                 " ms) is at least " + std::to_string(clock_gap) + " ms below what the worker's supervisor clocked on every run (median " +
-                 std::to_string(stats.wall_median_ms) + " ms, of which " + std::to_string(stats.overhead_ms) +
-                 " ms is its own overhead): a forged timer, or work outside the timed call",
-             "supervisor_clock");
-      return false;
-    }
-  }
+  if (!CheckSupervisorClock(tj, stats)) return false;
   // Work moved out of the timed call into the hand-over of the outputs (a reply sent before
   // the work is done): collecting them takes far longer than it did before the candidate. The
   // lower quartile decides, not the median: a loaded machine delays the hand-over of many runs
@@ -868,11 +855,41 @@ Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
       return false;
     }
   }
+  WarnIfWallBounded(stats);
+  return true;
+}
+
+// The device timer runs in the candidate's process; the supervisor's clock does not. Every
+// run's reported time well below what that clock allows is forged (or the work escaped the
+// call). The smallest gap decides: on a busy machine the supervisor wakes up late on many
+// runs, never on all of them, while a forged timer shows on every run. (The median already
+// holds the supervisor's bound, TimingFromWorker, so a forger gains nothing by keeping one run
+// honest.) Both workers.
+bool Evaluation::CheckSupervisorClock(const WorkerTiming& tj, const TimingStats& stats) {
+  const std::vector<double>& d = tj.device_ms;
+  const std::vector<double>& w = tj.wall_ms;
+  if (w.empty() || w.size() != d.size()) return true;
+  double clock_gap = 1e300;
+  for (size_t i = 0; i < w.size(); ++i) clock_gap = std::min(clock_gap, w[i] - d[i] - stats.overhead_ms);
+  // The absolute margin is a loaded machine's wake-up latency (measured on this project's
+  // 2-core CI VM beside other jobs); the median bound still applies below it.
+  if (clock_gap > 0.25 * stats.device_median_ms && clock_gap > 10 * tj.overhead_mad_ms + 0.5) {
+    Finish(VerdictStatus::kSuspicious,
+           "the device time the candidate's process reported (median " + std::to_string(stats.device_median_ms) +
+               " ms) is at least " + std::to_string(clock_gap) + " ms below what the worker's supervisor clocked on every run (median " +
+               std::to_string(stats.wall_median_ms) + " ms, of which " + std::to_string(stats.overhead_ms) +
+               " ms is its own overhead): a forged timer, or work outside the timed call",
+           "supervisor_clock");
+    return false;
+  }
+  return true;
+}
+
+void Evaluation::WarnIfWallBounded(const TimingStats& stats) {
   if (stats.wall_bounded)
     verdict_.warnings.push_back("the median is the supervisor's bound (" + std::to_string(stats.median_ms) + " ms: wall " +
                                 std::to_string(stats.wall_median_ms) + " ms less its overhead), above the device time the candidate's process reported (" +
                                 std::to_string(stats.device_median_ms) + " ms): a busy machine (late wake-ups) or work outside the timer");
-  return true;
 }
 
 bool Evaluation::CheckPrecision(const WorkerRun& run) {
@@ -1511,10 +1528,11 @@ Result<bool> Evaluation::RunPythonCandidate() {
   return timed;
 }
 
-// The timed runs of a Python candidate (docs/python-worker.md): the time of each run is
-// max(device, wall - overhead), the supervisor's clock bounding the child's; every timed output
-// was checked by the supervisor (timing.issues), a reservoir sample of them is compared with
-// float64 references for their own fresh inputs; then the inputs, threads and clocks.
+// The timed runs of a Python candidate (docs/python-worker.md), timed as kforge-worker's are
+// (TimingFromWorker): the median of the device times, never below the supervisor's wall-clock
+// median less its overhead and tolerance; every timed output was checked by the supervisor
+// (timing.issues), a reservoir sample of them is compared with float64 references for their own
+// fresh inputs; then the inputs, threads and clocks.
 Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
   static const WorkerTiming kNoTiming;  // ParsePythonTiming says what it lacks
   const WorkerTiming& tj = run.report.timing ? *run.report.timing : kNoTiming;
@@ -1524,10 +1542,11 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
     return false;
   }
   const PythonTiming& t = *parsed;
-  verdict_.timing = ComputeStats(t.effective_ms, t.host_ms, t.sets);
+  verdict_.timing = TimingFromWorker(tj);
   verdict_.fingerprint["timing"] = {
-      {"clock", "max(device_ms, wall_ms - overhead_ms) per run; wall_ms is the worker's supervisor's clock"},
-      {"overhead_ms", t.overhead_ms}, {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
+      {"clock", kTimingClock},
+      {"overhead_ms", t.overhead_ms}, {"overhead_mad_ms", tj.overhead_mad_ms},
+      {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
       {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},
       {"scan_median_ms", Median(tj.scan_ms)}, {"step_median_ms", Median(tj.step_ms)},
       {"calibration", PythonCalibrationJson(tj.calibration)}, {"fresh_inputs", tj.fresh_inputs},
@@ -1548,7 +1567,9 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
                                            std::to_string(tj.threads_after) + " during the timed runs (background work)", "threads");
     return false;
   }
-  return CheckPythonClocks(t);
+  if (!CheckSupervisorClock(tj, *verdict_.timing) || !CheckPythonClocks(t)) return false;
+  WarnIfWallBounded(*verdict_.timing);
+  return true;
 }
 
 // Work that escapes the child's timers shows as supervisor time: wall time far above the device
@@ -1708,9 +1729,9 @@ Status Evaluation::PyTorchBaselines() {
       std::string msg = ErrorMessage(*run, run->process.Describe());
       verdict_.warnings.push_back(name + " baseline: " + msg.substr(0, 400));
     } else {
-      // Timed as the candidate is: fresh inputs, max(device, wall - overhead) per run.
+      // Timed as the candidate is: fresh inputs, the device median bounded by the wall clock.
       Result<PythonTiming> t = ParsePythonTiming(*run->report.timing);
-      if (t.ok()) measured[name] = ComputeStats(t->effective_ms, t->host_ms, t->sets);
+      if (t.ok()) measured[name] = TimingFromWorker(*run->report.timing);
       else verdict_.warnings.push_back(name + " baseline: " + t.status().message());
       verdict_.stages[name + "_first_call"] = run->report.first_call_seconds;
     }
@@ -1826,7 +1847,7 @@ Result<TimingStats> Evaluation::TimePyTorchBaseline(const std::string& name) {
   if (failed.ok()) {
     // As a judgement's baselines are taken (PyTorchBaselines): each run as judged, by set.
     Result<PythonTiming> pt = ParsePythonTiming(*run.report.timing);
-    if (pt.ok()) t = ComputeStats(pt->effective_ms, pt->host_ms, pt->sets);
+    if (pt.ok()) t = TimingFromWorker(*run.report.timing);
     else failed = pt.status();
   }
   Cleanup(run);

@@ -64,6 +64,8 @@ struct Judgement {
   int runs = 0;                  // timed runs, and how well they pinned the median down
   double median_precision = 1;
   double cv = 0;                 // per-set coefficient of variation (the other stopping rule)
+  double median_ms = 0;
+  bool wall_bounded = false;     // the median is the supervisor's wall-clock bound, not the device's
 };
 
 // How the timed runs ended: the median's precision when it is known, and the spread. With fewer
@@ -72,7 +74,8 @@ struct Judgement {
 std::string TimingText(const Judgement& j) {
   std::string median = j.median_precision < 1 ? fmt::format("median +-{:.1f}%", 100 * j.median_precision)
                                               : std::string("median's interval unknown: under 6 runs per set");
-  return fmt::format("{} timed runs, cv {:.1f}%, {}", j.runs, 100 * j.cv, median);
+  return fmt::format("{} timed runs, cv {:.1f}%, {}, {:.4g} ms{}", j.runs, 100 * j.cv, median, j.median_ms,
+                     j.wall_bounded ? " (the wall-clock bound)" : "");
 }
 
 Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalOptions& o, ProcessRunner& runner) {
@@ -91,7 +94,10 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
     for (const char* k : {"prepare_median_ms", "collect_median_ms", "scan_median_ms", "step_median_ms", "wall_median_ms",
                           "device_median_ms", "overhead_ms", "lock_wait_s"})
       if (t->contains(k) && (*t)[k].is_number()) j.phases[std::string("per_run_") + k] = (*t)[k];
-  if (v.timing) j.runs = v.timing->runs, j.median_precision = v.timing->median_precision, j.cv = v.timing->cv;
+  if (v.timing) {
+    j.runs = v.timing->runs, j.median_precision = v.timing->median_precision, j.cv = v.timing->cv;
+    j.median_ms = v.timing->median_ms, j.wall_bounded = v.timing->wall_bounded;
+  }
   return j;
 }
 
@@ -261,9 +267,14 @@ int Main(int argc, char** argv) {
       ++statuses[d->status];
       distinct.push_back(*d);
     }
-    std::vector<double> each;
+    std::vector<double> each, runs, precision, medians;
     double each_mean = 0;
-    for (const Judgement& d : distinct) each.push_back(d.seconds), each_mean += d.seconds / static_cast<double>(distinct.size());
+    int bounded = 0;
+    for (const Judgement& d : distinct) {
+      each.push_back(d.seconds), each_mean += d.seconds / static_cast<double>(distinct.size());
+      runs.push_back(d.runs), precision.push_back(d.median_precision), medians.push_back(d.median_ms);
+      bounded += d.wall_bounded;
+    }
     std::string st;
     for (const auto& [s, n] : statuses) st += fmt::format(" {} {}", n, s);
     fmt::print("distinct  {} candidates, {} at once, in {:.2f} s: {:.1f} verdicts/min ({}); each {:.2f} s median; mean stages:{}\n",
@@ -271,6 +282,15 @@ int Main(int argc, char** argv) {
                StageText(SumStages(distinct), each_mean));
     out["distinct"] = {{"candidates", f.distinct}, {"jobs", f.jobs}, {"seconds", wall}, {"verdicts_per_minute", 60 * f.distinct / wall},
                        {"median_seconds_each", Median(each)}, {"statuses", statuses}, {"mean_stages", SumStages(distinct)}};
+    // How their timed runs ended: one candidate's medians over the others' (each differs from
+    // the others by a comment only).
+    fmt::print("distinct  timed runs median {:.0f}, median known to +-{:.1f}% (median), medians {:.4g} ms (median), "
+               "{:.4g}-{:.4g} ms (range); {} of {} the wall-clock bound\n",
+               Median(runs), 100 * Median(precision), Median(medians), *std::min_element(medians.begin(), medians.end()),
+               *std::max_element(medians.begin(), medians.end()), bounded, distinct.size());
+    out["distinct"]["timed_runs_median"] = Median(runs);
+    out["distinct"]["median_ms"] = medians;
+    out["distinct"]["wall_bounded"] = bounded;
     if (json phases = MeanPhases(distinct); !phases.empty()) {
       fmt::print("distinct  run's worker phases, mean ms:{}\n", PhasesText(phases));
       out["distinct"]["mean_worker_phases_ms"] = phases;

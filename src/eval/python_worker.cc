@@ -470,7 +470,6 @@ Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing) {
     t.calibration_prepare_ms = timing.calibration->prepare_ms;
     t.calibration_collect_ms = timing.calibration->collect_ms;
   }
-  for (size_t i = 0; i < n; ++i) t.effective_ms.push_back(std::max(t.device_ms[i], t.wall_ms[i] - t.overhead_ms));
   t.sets = TimingSets(timing, n);
   return t;
 }

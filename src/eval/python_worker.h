@@ -116,17 +116,16 @@ void VerifyPythonResult(WorkerRun* run);
 // The timed runs of a Python job as the orchestrator judges them (docs/python-worker.md): the
 // child's own timers (device_ms, host_ms) are the candidate's to patch, the supervisor's wall
 // clock around each call (wall_ms, minus the round trip measured before the candidate loaded,
-// overhead_ms) is not, so a run takes max(device_ms, wall_ms - overhead_ms).
+// overhead_ms) is not. The judged median is kforge-worker's (TimingFromWorker): that of
+// device_ms, never below the median of wall_ms less overhead_ms and its tolerance.
 struct PythonTiming {
-  std::vector<double> effective_ms, device_ms, host_ms, wall_ms, prepare_ms, collect_ms;
+  std::vector<double> device_ms, host_ms, wall_ms, prepare_ms, collect_ms;
   std::vector<int> sets;  // the input set of each run (empty when the record has none)
   double overhead_ms = 0;
   double calibration_prepare_ms = 0, calibration_collect_ms = 0;  // medians of the null runs
 };
 // Reads a report's timing; an error when its arrays are missing or of unequal lengths.
 Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing);
-// The median of `v` (0 when empty).
-
 // Copies a Python job's wall time and per-stage seconds into a verdict's stages as
 // "<prefix>.wall", "<prefix>.<stage>" (where the time of a judgement goes).
 void AddPythonStages(const std::string& prefix, const WorkerRun& run, nlohmann::json* stages);

@@ -101,11 +101,16 @@ class PyTorchTest : public ::testing::Test {
     EXPECT_TRUE(WriteFileAtomic(twin, text).ok());
     return twin;
   }
-  // The supervisor's wall-clock median minus the calibrated round trip: what the verdict's
-  // median may not undercut.
+  // The supervisor's wall-clock median minus the calibrated round trip.
   static double WallMinusOverhead(const Verdict& v) {
     const nlohmann::json t = v.fingerprint.value("timing", nlohmann::json::object());
     return t.value("wall_median_ms", 0.0) - t.value("overhead_ms", 0.0);
+  }
+  // That less the tolerance of TimingFromWorker (5% of the device median and 3 deviations of
+  // the null runs): what the verdict's median may not undercut, for every worker.
+  static double SupervisorBound(const Verdict& v) {
+    const nlohmann::json t = v.fingerprint.value("timing", nlohmann::json::object());
+    return WallMinusOverhead(v) - 0.05 * t.value("device_median_ms", 0.0) - 3 * t.value("overhead_mad_ms", 0.0);
   }
 
   // The first CUDA device the probe saw ("cuda:0"), or "" without one.
@@ -455,7 +460,7 @@ TEST_F(PyTorchTest, GivenAnOutputCacheKeyedOnInputValuesFreshInputsNeverLetItHit
   Verdict v = EvalAttack(cheat);
   EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_EQ(v.fingerprint["timing"]["fresh_inputs"], true);
-  EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+  EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
   // Each timed run's whole step (start to start) holds its call, and the scans' wait is recorded.
   const nlohmann::json& t = v.fingerprint["timing"];
   EXPECT_GE(t["step_median_ms"].get<double>(), t["wall_median_ms"].get<double>()) << t.dump();
@@ -525,18 +530,19 @@ TEST_F(PyTorchTest, GivenAModelNewThatSkipsEveryOtherTimedCallItIsWrongOutputNam
 }
 
 TEST_F(PyTorchTest, GivenPatchedClocksTheVerdictKeepsTheSupervisorsWallClock) {
-  // The candidate's process reads its clocks at 0.8x; the verdict's median is per run
-  // max(device, wall - overhead), so it cannot fall below the supervisor's wall clock.
+  // The candidate's process reads its clocks at 0.8x; the verdict's median is the device
+  // times' but never below the supervisor's wall-clock bound (TimingFromWorker), so the patch
+  // gains at most that bound's tolerance, as on kforge-worker (or the per-run clock gate
+  // catches it: supervisor_clock).
   const fs::path cheat = kKb / "candidates" / "12_patch_clocks.py";
   Verdict v = EvalAttack(cheat, 10);
-  ASSERT_TRUE(v.status == VerdictStatus::kCorrect || v.gate == "host_time") << v.message;
+  ASSERT_TRUE(v.status == VerdictStatus::kCorrect || v.gate == "host_time" || v.gate == "supervisor_clock") << v.message;
   ASSERT_TRUE(v.timing.has_value());
-  const double wall = WallMinusOverhead(v);
-  EXPECT_LT(v.fingerprint["timing"]["device_median_ms"].get<double>(), 0.9 * wall) << "the patch did not take";
-  EXPECT_GE(v.timing->median_ms, 0.99 * wall);
+  EXPECT_LT(v.fingerprint["timing"]["device_median_ms"].get<double>(), 0.9 * WallMinusOverhead(v)) << "the patch did not take";
+  EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
   Verdict twin = EvalAttack(Twin(cheat), 10);
   EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
-  EXPECT_GE(twin.timing->median_ms, 0.99 * WallMinusOverhead(twin));
+  EXPECT_GE(twin.timing->median_ms, 0.999 * SupervisorBound(twin));
 }
 
 TEST_F(PyTorchTest, GivenAnExitHandlerThatRewritesResultJsonItNeverRuns) {
@@ -546,7 +552,7 @@ TEST_F(PyTorchTest, GivenAnExitHandlerThatRewritesResultJsonItNeverRuns) {
   ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_GT(v.timing->median_ms, 0.2 * twin.timing->median_ms);  // a rewrite divides by 100
-  EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+  EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
 }
 
 TEST_F(PyTorchTest, GivenAProcessLeftBehindThatRewritesResultJsonTheHashCheckRefusesIt) {
@@ -554,7 +560,7 @@ TEST_F(PyTorchTest, GivenAProcessLeftBehindThatRewritesResultJsonTheHashCheckRef
   // longer matches the one the worker printed: never a changed number in the verdict.
   Verdict v = EvalAttack(kKb / "candidates" / "12_late_rewrite.py");
   if (v.status == VerdictStatus::kCorrect) {
-    EXPECT_GE(v.timing->median_ms, 0.99 * WallMinusOverhead(v));
+    EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
     EXPECT_GT(v.timing->median_ms, 0.1);
   } else {
     EXPECT_EQ(v.status, VerdictStatus::kRuntimeError) << v.message;

@@ -775,7 +775,8 @@ TEST_F(ForgeLoopTest, GivenAKernelBenchProblemTheModelsModelNewIsRepairedAndJudg
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   std::vector<AttemptRow> attempts = Attempts(*w.store, s->run_id);
   ASSERT_EQ(attempts.size(), 3u);
-  EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"wrong_output", "correct", "correct"}));
+  EXPECT_EQ(Statuses(attempts, false), (std::vector<std::string>{"wrong_output", "correct", "correct"}))
+      << attempts[0].verdict_json.substr(0, 2000);
   EXPECT_EQ(s->best_path.extension(), ".py");
   ExpectCallsMatchServer(*w.store, s->run_id, server);
   // The generation prompt carried the PyTorch module as the problem.
