@@ -796,9 +796,10 @@ class Supervisor:
         self.lock_wait_s += sum(r["lock_wait_s"] for r in runs)
         med = statistics.median
         gaps = [r["wall_ms"] - r["device_ms"] for r in runs]
+        overhead = med(gaps)
         self.calibration = {"null_runs": len(runs),
-                            "overhead_ms": med(gaps),
-                            "overhead_mad_ms": med([abs(g - med(gaps)) for g in gaps]),
+                            "overhead_ms": overhead,
+                            "overhead_mad_ms": med([abs(g - overhead) for g in gaps]),
                             "wall_ms": med([r["wall_ms"] for r in runs]),
                             "device_ms": med([r["device_ms"] for r in runs]),
                             "prepare_ms": med([r["prepare_ms"] for k, r in enumerate(runs) if k % FLUSH_EVERY == 0]),
