@@ -1,6 +1,7 @@
 // The host CPU as a kforge device. Buffers are 64-byte aligned host allocations; a launch is a
 // direct call into the candidate's kf_run, timed with the steady clock.
 #include "backend/cpp/cpp_device.h"
+#include "backend/cpp/cache_flush.h"
 #include "backend/devices.h"
 
 #include <dlfcn.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "abi/kforge_cpu.h"
@@ -28,16 +30,6 @@ std::string ReadFirstLine(const std::string& path) {
   std::string line;
   std::getline(in, line);
   return line;
-}
-
-// "32768K" -> bytes.
-int64_t ParseCacheSize(const std::string& text) {
-  if (text.empty()) return 0;
-  int64_t v = std::atoll(text.c_str());
-  char unit = text.back();
-  if (unit == 'K') v <<= 10;
-  if (unit == 'M') v <<= 20;
-  return v;
 }
 
 std::string CpuModelName() {
@@ -86,18 +78,22 @@ class CppDevice : public Device {
     if (!p) return Status::Unavailable("out of host memory allocating " + std::to_string(bytes));
     buffers_.push_back(p);
     sizes_.push_back(bytes);
+    touched_.push_back(true);
     return static_cast<BufferId>(buffers_.size() - 1);
   }
   Status Write(BufferId b, const void* src, size_t bytes) override {
     std::memcpy(buffers_[b], src, bytes);
+    touched_[b] = true;
     return Status::Ok();
   }
   Status Read(BufferId b, void* dst, size_t bytes) override {
     std::memcpy(dst, buffers_[b], bytes);
+    touched_[b] = true;
     return Status::Ok();
   }
   Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) override {
     FillPattern(buffers_[b], pattern, pattern_bytes, bytes);
+    touched_[b] = true;
     return Status::Ok();
   }
   Status FlushCaches() override;
@@ -111,9 +107,18 @@ class CppDevice : public Device {
 
  private:
   void* Data(BufferId b) { return b < 0 ? nullptr : buffers_[b]; }
+  void Touch(const LaunchArgs& args) {
+    for (const LaunchTensor& t : args.inputs) touched_[t.buffer] = true;
+    for (const LaunchTensor& t : args.outputs) touched_[t.buffer] = true;
+    if (args.scratch >= 0) touched_[args.scratch] = true;
+  }
 
   std::vector<void*> buffers_;
   std::vector<size_t> sizes_;
+  // Since the last flush: written, read, filled or passed to a launch (the buffers whose lines
+  // the next flush evicts; the rest were evicted before and nothing of the harness read them).
+  std::vector<bool> touched_;
+  std::optional<HostCacheSizes> caches_;  // read at the first flush
   char* flush_ = nullptr;
   size_t flush_bytes_ = 0;
   unsigned char flush_value_ = 0;
@@ -122,14 +127,25 @@ class CppDevice : public Device {
   char error_[4096] = {};
 };
 
+// cache_flush.h: the buffers' lines evicted and the private caches overwritten, or (without
+// clflushopt, or buffers far larger than the LLC) twice the LLC overwritten.
 Status CppDevice::FlushCaches() {
-  if (!flush_) {
-    int64_t llc = LastLevelCacheBytes();
-    flush_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * llc, 64 << 20));
+  if (!caches_) caches_ = ReadHostCacheSizes();
+  size_t buffer_bytes = 0;
+  for (size_t b = 0; b < sizes_.size(); ++b) buffer_bytes += touched_[b] ? sizes_[b] : 0;
+  const FlushMethod method = ChooseFlush(*caches_, buffer_bytes, LineEvictionAvailable());
+  const size_t bytes = OverwriteBytes(*caches_, method);
+  if (bytes > flush_bytes_) {
+    std::free(flush_);
+    flush_bytes_ = bytes;
     flush_ = static_cast<char*>(AllocHost(flush_bytes_));
     if (!flush_) return Status::Unavailable("cannot allocate the cache-flush buffer");
   }
-  std::memset(flush_, ++flush_value_, flush_bytes_);
+  std::memset(flush_, ++flush_value_, bytes);
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    if (method == FlushMethod::kEvictLines && touched_[b]) EvictLines(buffers_[b], sizes_[b]);
+    touched_[b] = false;  // the overwrite evicted it, or its lines were
+  }
   return Status::Ok();
 }
 
@@ -147,6 +163,7 @@ Status CppDevice::Load(const KernelSpec& spec) {
 Result<int64_t> CppDevice::ScratchBytes(const LaunchArgs& args) {
   if (!scratch_) return int64_t{0};
   HostArgs h(args, [this](BufferId b) { return Data(b); });
+  Touch(args);
   int64_t n = scratch_(&h.args);
   if (n < 0 || n > (int64_t{64} << 30))
     return Status::InvalidArgument("kf_scratch_bytes returned " + std::to_string(n));
@@ -155,6 +172,7 @@ Result<int64_t> CppDevice::ScratchBytes(const LaunchArgs& args) {
 
 Result<LaunchTiming> CppDevice::Launch(const LaunchArgs& args) {
   HostArgs h(args, [this](BufferId b) { return Data(b); });
+  Touch(args);
   h.args.error = error_;
   h.args.error_capacity = sizeof(error_);
   error_[0] = '\0';
@@ -198,20 +216,8 @@ nlohmann::json HostCpuFingerprint() {
 }
 
 int64_t HostLastLevelCacheBytes() {
-  int64_t best = 0;
-  int best_level = 0;
-  for (int idx = 0; idx < 8; ++idx) {
-    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
-    std::string level = ReadFirstLine(base + "level");
-    if (level.empty()) continue;
-    int lv = std::atoi(level.c_str());
-    if (lv >= best_level) {
-      best_level = lv;
-      best = ParseCacheSize(ReadFirstLine(base + "size"));
-    }
-  }
-  if (best == 0) best = int64_t{32} << 20;  // unknown: assume a large LLC
-  return best;
+  const int64_t llc = ReadHostCacheSizes().llc;
+  return llc > 0 ? llc : int64_t{32} << 20;  // unknown: assume a large LLC
 }
 
 std::unique_ptr<Device> NewCppDevice() { return std::make_unique<CppDevice>(); }
