@@ -45,11 +45,6 @@ namespace {
 constexpr const char* kTimingStatistic =
     "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker; "
     "cpp runs after the touched buffers' lines are evicted (backend/cpp/cache_flush.h)";
-// The verdict's fingerprint.timing.clock for a Python job (kforge-worker's verdicts say the same
-// through wall_bounded and their warnings).
-constexpr const char* kTimingClock =
-    "median of device_ms (the child's timer), at least the supervisor's wall_ms median less overhead_ms, "
-    "5% and 3 overhead_mad_ms (TimingFromWorker)";
 
 struct Trial {
   BoundProblem bound;
@@ -1545,7 +1540,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
   const PythonTiming& t = *parsed;
   verdict_.timing = TimingFromWorker(tj);
   verdict_.fingerprint["timing"] = {
-      {"clock", kTimingClock},
+      {"clock", SupervisorBoundRule()},  // kforge-worker's verdicts say it through wall_bounded and warnings
       {"overhead_ms", t.overhead_ms}, {"overhead_mad_ms", tj.overhead_mad_ms},
       {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
       {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},

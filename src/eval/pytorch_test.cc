@@ -17,6 +17,7 @@
 #include "eval/fault_runner.h"
 #include "eval/python_worker.h"
 #include "eval/trusted_state.h"
+#include "eval/worker_report.h"
 #include "kforge/eval.h"
 
 namespace kforge {
@@ -106,11 +107,12 @@ class PyTorchTest : public ::testing::Test {
     const nlohmann::json t = v.fingerprint.value("timing", nlohmann::json::object());
     return t.value("wall_median_ms", 0.0) - t.value("overhead_ms", 0.0);
   }
-  // That less the tolerance of TimingFromWorker (5% of the device median and 3 deviations of
-  // the null runs): what the verdict's median may not undercut, for every worker.
+  // What the verdict's median may not undercut, for every worker (worker_report.h), from the
+  // verdict's own record of the supervisor's clock.
   static double SupervisorBound(const Verdict& v) {
     const nlohmann::json t = v.fingerprint.value("timing", nlohmann::json::object());
-    return WallMinusOverhead(v) - 0.05 * t.value("device_median_ms", 0.0) - 3 * t.value("overhead_mad_ms", 0.0);
+    return kforge::SupervisorBound(t.value("wall_median_ms", 0.0), t.value("overhead_ms", 0.0),
+                                   t.value("device_median_ms", 0.0), t.value("overhead_mad_ms", 0.0));
   }
 
   // The first CUDA device the probe saw ("cuda:0"), or "" without one.

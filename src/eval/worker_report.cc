@@ -281,6 +281,21 @@ std::vector<int> TimingSets(const WorkerTiming& timing, size_t runs) {
   return timing.sets_used.size() == runs ? timing.sets_used : std::vector<int>{};
 }
 
+namespace {
+constexpr double kBoundDeviceShare = 0.05;  // of the device median
+constexpr double kBoundDeviations = 3;      // of overhead_mad_ms
+}  // namespace
+
+double SupervisorBound(double wall_median_ms, double overhead_ms, double device_median_ms, double overhead_mad_ms) {
+  return wall_median_ms - overhead_ms - (kBoundDeviceShare * device_median_ms + kBoundDeviations * overhead_mad_ms);
+}
+
+std::string SupervisorBoundRule() {
+  return "median of device_ms (the child's timer), at least the supervisor's wall_ms median less overhead_ms, " +
+         std::to_string(static_cast<int>(kBoundDeviceShare * 100)) + "% of the device median and " +
+         std::to_string(static_cast<int>(kBoundDeviations)) + " overhead_mad_ms (TimingFromWorker)";
+}
+
 TimingStats TimingFromWorker(const WorkerTiming& timing) {
   const std::vector<int> sets = TimingSets(timing, timing.device_ms.size());
   TimingStats t = ComputeStats(timing.device_ms, timing.host_ms, sets);
@@ -288,11 +303,7 @@ TimingStats TimingFromWorker(const WorkerTiming& timing) {
   if (timing.wall_ms.empty()) return t;
   t.wall_median_ms = SetMedian(timing.wall_ms, sets);
   t.overhead_ms = timing.overhead_ms.value_or(0.0);
-  // The supervisor's clock also holds its own wake-up latency, which grows on a loaded
-  // machine: a reported time within 5% (and 3 deviations of the null runs) of the bound is
-  // taken as it is, so a forged timer gains at most that.
-  double tolerance = 0.05 * t.median_ms + 3 * timing.overhead_mad_ms;
-  double bound = t.wall_median_ms - t.overhead_ms - tolerance;
+  const double bound = SupervisorBound(t.wall_median_ms, t.overhead_ms, t.median_ms, timing.overhead_mad_ms);
   if (bound > t.median_ms) {
     t.median_ms = bound;
     t.wall_bounded = true;

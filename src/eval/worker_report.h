@@ -173,10 +173,17 @@ Result<WorkerReport> ParseWorkerReport(const nlohmann::json& report);
 // per run (the runs are then pooled).
 std::vector<int> TimingSets(const WorkerTiming& timing, size_t runs);
 
+// What the supervisor's clock allows a judged median to be, at least: its wall-clock median less
+// the calibrated round trip (overhead_ms), less a tolerance for its own wake-up latency, which
+// grows on a loaded machine: 5% of the device median and 3 deviations of the null runs
+// (overhead_mad_ms). A forged timer gains at most that tolerance.
+double SupervisorBound(double wall_median_ms, double overhead_ms, double device_median_ms, double overhead_mad_ms);
+// The same rule in words (a Python verdict's fingerprint.timing.clock).
+std::string SupervisorBoundRule();
+
 // The statistics of a worker's timing (kforge-worker or the Python worker): device samples, and
-// a median never below what the supervisor's clock allows: median(wall) - overhead, less a small
-// tolerance for the supervisor's own wake-up latency. The device timer runs inside the
-// candidate's process, so only that bound is trusted.
+// a median never below SupervisorBound. The device timer runs inside the candidate's process,
+// so only that bound is trusted.
 TimingStats TimingFromWorker(const WorkerTiming& timing);
 
 }  // namespace kforge

@@ -224,6 +224,27 @@ TEST(WorkerReportTest, GivenTimingWithSetsPerRunTheyAreUsedElsePooled) {
   EXPECT_TRUE(TimingSets(t, 4).empty());
 }
 
+// The judged median is the device median unless the supervisor's clock says the call took
+// longer than that by more than the tolerance (5% of the device median, 3 null-run deviations).
+TEST(WorkerReportTest, GivenAWallClockFarAboveTheDeviceTimesTheMedianIsTheSupervisorsBound) {
+  WorkerTiming t;
+  t.device_ms = {1.0, 1.0, 1.0};
+  t.wall_ms = {1.2, 1.2, 1.2};
+  t.overhead_ms = 0.1;
+  t.overhead_mad_ms = 0.01;
+  // 1.2 - 0.1 - (0.05 + 0.03) = 1.02: above the device median.
+  EXPECT_NEAR(SupervisorBound(1.2, 0.1, 1.0, 0.01), 1.02, 1e-12);
+  TimingStats s = TimingFromWorker(t);
+  EXPECT_TRUE(s.wall_bounded);
+  EXPECT_NEAR(s.median_ms, 1.02, 1e-12);
+  EXPECT_NEAR(s.device_median_ms, 1.0, 1e-12);
+  t.wall_ms = {1.15, 1.15, 1.15};  // 0.97: within the tolerance, the device median stands
+  s = TimingFromWorker(t);
+  EXPECT_FALSE(s.wall_bounded);
+  EXPECT_NEAR(s.median_ms, 1.0, 1e-12);
+  EXPECT_NE(SupervisorBoundRule().find("5% of the device median and 3 overhead_mad_ms"), std::string::npos);
+}
+
 // A confirmed result.json (its hash printed by the supervisor) whose content does not parse.
 TEST(WorkerReportTest, GivenAMalformedReportReadWorkerRunMakesAnUnfinishedRunWithAResultError) {
   Result<std::filesystem::path> dir = MakeTempDir("report-test");
