@@ -10,81 +10,86 @@ namespace kforge {
 
 namespace {
 
-// The first of n elements of type W equal to `pattern`, or -1.
-template <typename W>
-int64_t FindWord(const char* data, int64_t n, const unsigned char* pattern) {
-  W p;
-  std::memcpy(&p, pattern, sizeof p);
-  for (int64_t i = 0; i < n; ++i) {
-    W w;
-    std::memcpy(&w, data + i * sizeof(W), sizeof w);
-    if (w == p) return i;
-  }
-  return -1;
-}
+constexpr int64_t kBlock = 1024;  // a block without a finding is passed over without a branch per element
 
-// The first of n IEEE elements of type W whose exponent bits are all ones (NaN or Inf), or -1:
-// a mask and compare per element, which vectorises; widening each element to double first
-// checked 8 MB in 7 ms on the H200's host.
+// One pass over n elements of type W: the first equal to `pattern` (*poisoned, with `poison`)
+// and the first whose `exponent` bits are all ones, NaN or Inf (*non_finite, with `exponent`
+// non-zero), each -1 when there is none. A poisoned element is looked for to the end, since it
+// outranks an earlier NaN. Per block a mask and compare per element, no branch, which vectorises
+// (compiled at -O3, CMakeLists.txt): 8 MB in 0.5 ms on the Xeon guest, against 1.7 ms for the
+// two passes with the early exit this replaced.
 template <typename W>
-int64_t FindNonFinite(const char* data, int64_t n, W exponent) {
-  constexpr int64_t kBlock = 1024;  // a block without any is passed over without a branch per element
+void Scan(const char* data, int64_t n, bool poison, W pattern, W exponent, int64_t* poisoned, int64_t* non_finite) {
+  *poisoned = -1;
+  *non_finite = -1;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = std::min(n, start + kBlock);
-    bool any = false;
+    W any_poison = 0, any_non_finite = 0;
     for (int64_t i = start; i < end; ++i) {
       W w;
       std::memcpy(&w, data + i * sizeof(W), sizeof w);
-      any |= (w & exponent) == exponent;
+      any_poison |= static_cast<W>(w == pattern);
+      any_non_finite |= static_cast<W>(exponent != 0 && (w & exponent) == exponent);
     }
-    if (!any) continue;
+    if (!(poison && any_poison) && !(*non_finite < 0 && any_non_finite)) continue;
     for (int64_t i = start; i < end; ++i) {
       W w;
       std::memcpy(&w, data + i * sizeof(W), sizeof w);
-      if ((w & exponent) == exponent) return i;
+      if (poison && w == pattern) {
+        *poisoned = i;
+        return;
+      }
+      if (*non_finite < 0 && exponent != 0 && (w & exponent) == exponent) *non_finite = i;
     }
   }
-  return -1;
 }
 
-int64_t FirstNonFinite(DType t, const char* data, int64_t n) {
+// The NaN/Inf exponent mask of a floating type's bits, 0 for the rest.
+template <typename W>
+W ExponentBits(DType t) {
   switch (t) {
-    case DType::kFloat32: return FindNonFinite<uint32_t>(data, n, 0x7f800000u);
-    case DType::kFloat64: return FindNonFinite<uint64_t>(data, n, 0x7ff0000000000000ull);
-    case DType::kFloat16: return FindNonFinite<uint16_t>(data, n, 0x7c00u);
-    case DType::kBFloat16: return FindNonFinite<uint16_t>(data, n, 0x7f80u);
-    default: return -1;
+    case DType::kFloat32: return static_cast<W>(0x7f800000u);
+    case DType::kFloat64: return static_cast<W>(0x7ff0000000000000ull);
+    case DType::kFloat16: return static_cast<W>(0x7c00u);
+    case DType::kBFloat16: return static_cast<W>(0x7f80u);
+    default: return 0;
   }
+}
+
+template <typename W>
+void ScanWords(const TensorShape& shape, const char* data, bool poison, const unsigned char* pattern, bool finite,
+               int64_t* poisoned, int64_t* non_finite) {
+  W p = 0;
+  if (poison) std::memcpy(&p, pattern, sizeof p);
+  const W exponent = finite && IsFloating(shape.dtype) && DTypeSize(shape.dtype) == sizeof(W) ? ExponentBits<W>(shape.dtype) : W{0};
+  Scan<W>(data, shape.numel(), poison, p, exponent, poisoned, non_finite);
 }
 
 }  // namespace
 
 std::string CheckTimedOutput(const TensorShape& shape, const char* data, int which, bool finite) {
   unsigned char pattern[8];
-  size_t psize = PoisonPattern(shape.dtype, which, pattern);
-  size_t esize = DTypeSize(shape.dtype);
-  int64_t n = shape.numel();
-  int64_t poisoned = -1;
-  if (psize == esize) {
-    switch (esize) {  // a word compare per element, not a memcmp call
-      case 2: poisoned = FindWord<uint16_t>(data, n, pattern); break;
-      case 4: poisoned = FindWord<uint32_t>(data, n, pattern); break;
-      case 8: poisoned = FindWord<uint64_t>(data, n, pattern); break;
-      default:
+  const size_t psize = PoisonPattern(shape.dtype, which, pattern);
+  const size_t esize = DTypeSize(shape.dtype);
+  const int64_t n = shape.numel();
+  const bool poison = psize == esize;
+  int64_t poisoned = -1, non_finite = -1;
+  switch (esize) {
+    case 2: ScanWords<uint16_t>(shape, data, poison, pattern, finite, &poisoned, &non_finite); break;
+    case 4: ScanWords<uint32_t>(shape, data, poison, pattern, finite, &poisoned, &non_finite); break;
+    case 8: ScanWords<uint64_t>(shape, data, poison, pattern, finite, &poisoned, &non_finite); break;
+    default:
+      if (poison)
         for (int64_t i = 0; i < n && poisoned < 0; ++i)
           if (std::memcmp(data + i * esize, pattern, esize) == 0) poisoned = i;
-    }
   }
   if (poisoned >= 0)
     return "output '" + shape.name + "' still holds the poison at element " + std::to_string(poisoned) + " (not written)";
-  if (finite && IsFloating(shape.dtype)) {
-    const int64_t i = FirstNonFinite(shape.dtype, data, n);
-    if (i >= 0) {
-      double v = 0;
-      ToDouble(shape.dtype, data + i * static_cast<int64_t>(esize), 1, &v);
-      return "output '" + shape.name + "' has " + std::to_string(v) + " at element " + std::to_string(i) +
-             " where the reference is finite";
-    }
+  if (non_finite >= 0) {
+    double v = 0;
+    ToDouble(shape.dtype, data + non_finite * static_cast<int64_t>(esize), 1, &v);
+    return "output '" + shape.name + "' has " + std::to_string(v) + " at element " + std::to_string(non_finite) +
+           " where the reference is finite";
   }
   return "";
 }

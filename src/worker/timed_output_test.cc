@@ -64,5 +64,31 @@ TEST(TimedOutputTest, GivenANanOrInfInAnyFloatingTypeTheFirstIsNamed) {
   EXPECT_EQ(CheckTimedOutput({"y", DType::kFloat32, {10}}, Bytes(f).data(), 0, true), "");
 }
 
+// One pass finds both: a poisoned element outranks an earlier NaN (in an earlier block or the
+// same one), as the two passes before it did; integers are checked for poison only.
+TEST(TimedOutputTest, GivenANanBeforeAPoisonedElementThePoisonIsNamed) {
+  unsigned char p[8];
+  ASSERT_EQ(PoisonPattern(DType::kFloat32, 0, p), 4u);
+  for (int64_t nan_at : {int64_t{10}, int64_t{3000}}) {
+    std::vector<float> y(5000, 1.0f);
+    y[nan_at] = std::nanf("");
+    std::memcpy(&y[3100], p, 4);
+    TensorShape s{"y", DType::kFloat32, {5000}};
+    EXPECT_NE(CheckTimedOutput(s, Bytes(y).data(), 0, true).find("poison at element 3100"), std::string::npos) << nan_at;
+    std::memcpy(&y[3100], &y[0], 4);  // written after all: the NaN is named
+    EXPECT_NE(CheckTimedOutput(s, Bytes(y).data(), 0, true).find("at element " + std::to_string(nan_at) + " where"),
+              std::string::npos)
+        << nan_at;
+  }
+  unsigned char q[8];
+  ASSERT_EQ(PoisonPattern(DType::kInt32, 1, q), 4u);
+  std::vector<int32_t> k(2100, 7);
+  std::memcpy(&k[2099], q, 4);
+  EXPECT_NE(CheckTimedOutput({"k", DType::kInt32, {2100}}, Bytes(k).data(), 1, true).find("poison at element 2099"),
+            std::string::npos);
+  k[2099] = 0x7f800000;  // an int with a float's Inf bits is just an int
+  EXPECT_EQ(CheckTimedOutput({"k", DType::kInt32, {2100}}, Bytes(k).data(), 1, true), "");
+}
+
 }  // namespace
 }  // namespace kforge
