@@ -70,7 +70,11 @@ class CppDevice : public Device {
     // OpenMP threads behind can crash at exit.
   }
 
-  nlohmann::json Fingerprint() override { return HostCpuFingerprint(); }
+  nlohmann::json Fingerprint() override {
+    nlohmann::json j = HostCpuFingerprint();
+    j["cache_flush"] = LineEvictionAvailable() ? "touched buffers' lines evicted" : "overwrite";  // cache_flush.h
+    return j;
+  }
   int64_t LastLevelCacheBytes() override { return HostLastLevelCacheBytes(); }
 
   Result<BufferId> Alloc(size_t bytes) override {

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
+#include <optional>
 
 #include "abi/kforge_opencl.h"
+#include "backend/cpp/cache_flush.h"
 #include "backend/cpp/cpp_device.h"
 #include "backend/host_args.h"
 
@@ -131,6 +134,10 @@ class OpenClDevice : public Device {
   cl_program BuildProgram(const char* source, const std::string& options);
   void MakeArgs(const LaunchArgs& args, ClArgs* out);
   Result<double> TimeMarkers(cl_event before, cl_event after);
+  // Whether a CPU device maps its buffers in place (PoCL's CPU drivers): then the flush evicts
+  // their lines from the host's caches as the cpp backend does (cpp/cache_flush.h).
+  bool MapsInPlace();
+  Status EvictBufferLines(BufferId b);
   Result<double> PeakBandwidth();
   Result<double> PeakFma();
 
@@ -138,6 +145,10 @@ class OpenClDevice : public Device {
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   std::vector<cl_mem> buffers_;
+  std::vector<size_t> sizes_;
+  std::vector<bool> touched_;  // since the last flush (CppDevice's rule): the lines it evicts
+  std::optional<bool> maps_in_place_;
+  std::optional<HostCacheSizes> caches_;
   cl_mem flush_ = nullptr;
   size_t flush_bytes_ = 0;
   uint32_t flush_value_ = 0;
@@ -193,7 +204,11 @@ nlohmann::json OpenClDevice::Fingerprint() {
       {"global_mem_bytes", DeviceValue<cl_ulong>(ref_.device, CL_DEVICE_GLOBAL_MEM_SIZE)},
       {"cache_bytes", DeviceValue<cl_ulong>(ref_.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE)},
   };
-  if (!ref_.gpu) j["host"] = HostCpuFingerprint();
+  if (!ref_.gpu) {
+    j["host"] = HostCpuFingerprint();
+    // How FlushCaches empties the caches (docs/evaluation.md, "How kforge's backends apply the gates").
+    j["cache_flush"] = LineEvictionAvailable() && MapsInPlace() ? "touched buffers' lines evicted (in-place maps)" : "fill";
+  }
   return j;
 }
 
@@ -208,17 +223,21 @@ Result<BufferId> OpenClDevice::Alloc(size_t bytes) {
   cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 64), nullptr, &e);
   KF_RETURN_IF_ERROR(Check(e, "clCreateBuffer"));
   buffers_.push_back(m);
+  sizes_.push_back(std::max<size_t>(bytes, 64));
+  touched_.push_back(true);
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
 Status OpenClDevice::Write(BufferId b, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();
+  touched_[b] = true;
   return Check(clEnqueueWriteBuffer(queue_, buffers_[b], CL_TRUE, 0, bytes, src, 0, nullptr, nullptr),
                "clEnqueueWriteBuffer");
 }
 
 Status OpenClDevice::Read(BufferId b, void* dst, size_t bytes) {
   if (bytes == 0) return Status::Ok();
+  touched_[b] = true;
   return Check(clEnqueueReadBuffer(queue_, buffers_[b], CL_TRUE, 0, bytes, dst, 0, nullptr, nullptr),
                "clEnqueueReadBuffer");
 }
@@ -226,23 +245,79 @@ Status OpenClDevice::Read(BufferId b, void* dst, size_t bytes) {
 Status OpenClDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) {
   size_t whole = bytes / pattern_bytes * pattern_bytes;
   if (whole == 0) return Status::Ok();
+  touched_[b] = true;
   return Check(clEnqueueFillBuffer(queue_, buffers_[b], pattern, pattern_bytes, 0, whole, 0,
                                    nullptr, nullptr),
                "clEnqueueFillBuffer");
 }
 
+// A GPU, or a CPU device without in-place maps or clflushopt: a fill of max(2 x the device's
+// cache, 2 x the host's LLC for a CPU device, 64 MiB). A CPU device that maps in place: the
+// touched buffers' lines evicted and 2 x the private caches filled (cpp/cache_flush.h), unless
+// the buffers are so large that the fill is cheaper.
 Status OpenClDevice::FlushCaches() {
   cl_int e = CL_SUCCESS;
-  if (!flush_) {
-    flush_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), 64 << 20));
+  FlushMethod method = FlushMethod::kOverwrite;
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), 64 << 20));
+  if (!ref_.gpu && LineEvictionAvailable() && MapsInPlace()) {
+    if (!caches_) caches_ = ReadHostCacheSizes();
+    size_t touched = 0;
+    for (size_t b = 0; b < sizes_.size(); ++b) touched += touched_[b] ? sizes_[b] : 0;
+    method = ChooseFlush(*caches_, touched, true);
+    if (method == FlushMethod::kEvictLines) bytes = OverwriteBytes(*caches_, method);
+  }
+  if (bytes > flush_bytes_) {
+    if (flush_) clReleaseMemObject(flush_);
+    flush_ = nullptr;
+    flush_bytes_ = bytes;
     flush_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, flush_bytes_, nullptr, &e);
     KF_RETURN_IF_ERROR(Check(e, "clCreateBuffer (cache flush)"));
   }
   ++flush_value_;
-  e = clEnqueueFillBuffer(queue_, flush_, &flush_value_, sizeof(flush_value_), 0, flush_bytes_, 0,
-                          nullptr, nullptr);
+  e = clEnqueueFillBuffer(queue_, flush_, &flush_value_, sizeof(flush_value_), 0, bytes, 0, nullptr, nullptr);
   KF_RETURN_IF_ERROR(Check(e, "clEnqueueFillBuffer (cache flush)"));
+  KF_RETURN_IF_ERROR(Synchronize());
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    if (method == FlushMethod::kEvictLines && touched_[b]) KF_RETURN_IF_ERROR(EvictBufferLines(static_cast<BufferId>(b)));
+    touched_[b] = false;
+  }
+  return Status::Ok();
+}
+
+// Maps b for reading (no copy where the device maps in place), evicts its lines, unmaps.
+Status OpenClDevice::EvictBufferLines(BufferId b) {
+  cl_int e = CL_SUCCESS;
+  void* p = clEnqueueMapBuffer(queue_, buffers_[b], CL_TRUE, CL_MAP_READ, 0, sizes_[b], 0, nullptr, nullptr, &e);
+  KF_RETURN_IF_ERROR(Check(e, "clEnqueueMapBuffer (cache flush)"));
+  EvictLines(p, sizes_[b]);
+  KF_RETURN_IF_ERROR(Check(clEnqueueUnmapMemObject(queue_, buffers_[b], p, 0, nullptr, nullptr), "clEnqueueUnmapMemObject"));
   return Synchronize();
+}
+
+// Probed once: a value written through a mapping is what a read of the buffer returns before
+// the unmap only where the mapping is the buffer's own memory. (A read of a mapped region is
+// left undefined by OpenCL; it is asked of CPU devices only, whose reads are copies.) Anything
+// unexpected answers no: the flush then fills.
+bool OpenClDevice::MapsInPlace() {
+  if (maps_in_place_) return *maps_in_place_;
+  maps_in_place_ = false;
+  cl_int e = CL_SUCCESS;
+  const uint64_t zero = 0, mark = 0x6b666f7267650001ull;
+  cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, 4096, nullptr, &e);
+  if (e != CL_SUCCESS) return false;
+  uint64_t seen = 0;
+  if (clEnqueueWriteBuffer(queue_, m, CL_TRUE, 0, sizeof zero, &zero, 0, nullptr, nullptr) == CL_SUCCESS) {
+    void* p = clEnqueueMapBuffer(queue_, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, 4096, 0, nullptr, nullptr, &e);
+    if (e == CL_SUCCESS && p) {
+      std::memcpy(p, &mark, sizeof mark);
+      if (clEnqueueReadBuffer(queue_, m, CL_TRUE, 0, sizeof seen, &seen, 0, nullptr, nullptr) != CL_SUCCESS) seen = 0;
+      clEnqueueUnmapMemObject(queue_, m, p, 0, nullptr, nullptr);
+      clFinish(queue_);
+    }
+  }
+  clReleaseMemObject(m);
+  maps_in_place_ = seen == mark;
+  return *maps_in_place_;
 }
 
 Status OpenClDevice::Load(const KernelSpec& spec) {
@@ -328,6 +403,7 @@ void OpenClDevice::MakeArgs(const LaunchArgs& a, ClArgs* out) {
     kf_cl_tensor k{};
     FillAbiTensor(t, &k);
     k.buf = t.buffer < 0 ? nullptr : buffers_[t.buffer];
+    if (t.buffer >= 0) touched_[t.buffer] = true;
     return k;
   };
   for (const LaunchTensor& t : a.inputs) out->inputs.push_back(tensor(t));
@@ -345,6 +421,7 @@ void OpenClDevice::MakeArgs(const LaunchArgs& a, ClArgs* out) {
   c.n_attrs = static_cast<int32_t>(out->attrs.size());
   c.attrs = out->attrs.data();
   c.scratch = a.scratch < 0 ? nullptr : buffers_[a.scratch];
+  if (a.scratch >= 0) touched_[a.scratch] = true;
   c.scratch_bytes = a.scratch_bytes;
   c.program_source = program_source_.empty() ? nullptr : program_source_.c_str();
   c.kernel = KernelCallback;

@@ -11,8 +11,10 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "abi/kforge_vulkan.h"
+#include "backend/cpp/cache_flush.h"
 #include "backend/cpp/cpp_device.h"
 #include "backend/host_args.h"
 #include "backend/vulkan/vulkan_api.h"
@@ -25,7 +27,8 @@ struct kf_vk_buffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize bytes = 0;
-  void* mapped = nullptr;  // host-visible buffers only (staging)
+  void* mapped = nullptr;  // host-visible buffers: staging, and a CPU device's device buffers
+  bool touched = true;     // written, read, filled or passed to a launch since the last flush
 };
 struct kf_vk_pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -173,6 +176,7 @@ class VulkanDevice : public Device {
   VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
   std::unique_ptr<kf_vk_buffer> dummy_, staging_, flush_;
   uint32_t flush_value_ = 0;
+  std::optional<HostCacheSizes> caches_;  // a CPU device's, read at the first flush
   std::vector<std::unique_ptr<kf_vk_buffer>> buffers_;
   VkShaderModule shader_ = VK_NULL_HANDLE, peaks_shader_ = VK_NULL_HANDLE;
   std::map<std::pair<VkShaderModule, std::vector<uint32_t>>, std::unique_ptr<kf_vk_pipeline>>
@@ -320,7 +324,14 @@ nlohmann::json VulkanDevice::Fingerprint() {
       {"device_timer", timestamp_bits_ > 0 ? "timestamp queries"
                                            : "host clock (the compute queue has no timestamps)"},
   };
-  if (IsCpu()) j["host"] = HostCpuFingerprint();
+  if (IsCpu()) {
+    j["host"] = HostCpuFingerprint();
+    // How FlushCaches empties the caches (docs/evaluation.md, "How kforge's backends apply the gates").
+    bool mapped = memory_.memoryTypeCount > 0;  // every type host-visible: every buffer is mapped (NewBuffer)
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+      mapped = mapped && (memory_.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+    j["cache_flush"] = LineEvictionAvailable() && mapped ? "touched buffers' lines evicted (mapped memory)" : "fill";
+  }
   return j;
 }
 
@@ -371,7 +382,11 @@ Result<std::unique_ptr<kf_vk_buffer>> VulkanDevice::NewBuffer(VkDeviceSize bytes
   alloc.memoryTypeIndex = *type;
   VkResult r = vk_->vkAllocateMemory(device_, &alloc, nullptr, &b->memory);
   if (r == VK_SUCCESS) r = vk_->vkBindBufferMemory(device_, b->buffer, b->memory, 0);
-  if (r == VK_SUCCESS && host_visible)
+  // A CPU device's (lavapipe's) memory is host memory: mapped, so that the flush can evict
+  // its lines (FlushCaches). A mapping is the memory itself, not a copy (vkMapMemory).
+  const bool map = host_visible ||
+                   (IsCpu() && (memory_.memoryTypes[*type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT));
+  if (r == VK_SUCCESS && map)
     r = vk_->vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
   if (r != VK_SUCCESS) {
     DestroyBuffer(b.get());
@@ -435,6 +450,7 @@ Status VulkanDevice::Write(BufferId b, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   KF_RETURN_IF_ERROR(EnsureStaging(bytes));
   std::memcpy(staging_->mapped, src, bytes);
+  buffers_[b]->touched = true;
   return Submit([&] {
     VkBufferCopy c{0, 0, bytes};
     vk_->vkCmdCopyBuffer(cmd_, staging_->buffer, buffers_[b]->buffer, 1, &c);
@@ -445,6 +461,7 @@ Status VulkanDevice::Write(BufferId b, const void* src, size_t bytes) {
 Status VulkanDevice::Read(BufferId b, void* dst, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   KF_RETURN_IF_ERROR(EnsureStaging(bytes));
+  buffers_[b]->touched = true;
   KF_RETURN_IF_ERROR(Submit([&] {
     VkBufferCopy c{0, 0, bytes};
     vk_->vkCmdCopyBuffer(cmd_, buffers_[b]->buffer, staging_->buffer, 1, &c);
@@ -459,6 +476,7 @@ Status VulkanDevice::Read(BufferId b, void* dst, size_t bytes) {
 Status VulkanDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) {
   size_t whole = bytes / pattern_bytes * pattern_bytes;
   if (whole == 0) return Status::Ok();
+  buffers_[b]->touched = true;
   if (pattern_bytes <= 4 && whole % 4 == 0) {
     uint32_t word = 0;
     for (size_t k = 0; k < 4; k += pattern_bytes)
@@ -477,17 +495,38 @@ Status VulkanDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes,
   });
 }
 
+// A GPU: a fill of 256 MB (Vulkan reports no cache size). A CPU device (lavapipe): with
+// clflushopt and every touched buffer mapped, their lines evicted and 2 x the private caches
+// filled (cpp/cache_flush.h); else a fill of max(2 x the host's LLC, 64 MiB).
 Status VulkanDevice::FlushCaches() {
-  if (!flush_) {
-    size_t bytes = static_cast<size_t>(
-        std::max<int64_t>(2 * LastLevelCacheBytes(), IsCpu() ? 64 << 20 : 256 << 20));
+  FlushMethod method = FlushMethod::kOverwrite;
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), IsCpu() ? 64 << 20 : 256 << 20));
+  if (IsCpu() && LineEvictionAvailable()) {
+    if (!caches_) caches_ = ReadHostCacheSizes();
+    size_t touched = 0;
+    bool mapped = true;
+    for (const auto& b : buffers_) {
+      if (!b->touched) continue;
+      touched += b->bytes;
+      mapped = mapped && b->mapped;
+    }
+    if (mapped) method = ChooseFlush(*caches_, touched, true);
+    if (method == FlushMethod::kEvictLines) bytes = OverwriteBytes(*caches_, method);
+  }
+  if (!flush_ || flush_->bytes < bytes) {
+    if (flush_) DestroyBuffer(flush_.get());
     KF_ASSIGN_OR_RETURN(flush_, NewBuffer(bytes, false));
   }
   ++flush_value_;
-  return Submit([&] {
-    vk_->vkCmdFillBuffer(cmd_, flush_->buffer, 0, VK_WHOLE_SIZE, flush_value_);
+  KF_RETURN_IF_ERROR(Submit([&] {
+    vk_->vkCmdFillBuffer(cmd_, flush_->buffer, 0, (bytes + 3) / 4 * 4, flush_value_);
     return Status::Ok();
-  });
+  }));
+  for (const auto& b : buffers_) {
+    if (method == FlushMethod::kEvictLines && b->touched) EvictLines(b->mapped, b->bytes);
+    b->touched = false;
+  }
+  return Status::Ok();
 }
 
 Status VulkanDevice::Load(const KernelSpec& spec) {
@@ -631,6 +670,7 @@ void VulkanDevice::MakeArgs(const LaunchArgs& a, VkArgs* out) {
     kf_vk_tensor k{};
     FillAbiTensor(t, &k);
     k.buf = t.buffer < 0 ? nullptr : buffers_[t.buffer].get();
+    if (k.buf) k.buf->touched = true;
     return k;
   };
   for (const LaunchTensor& t : a.inputs) out->inputs.push_back(tensor(t));
@@ -645,6 +685,7 @@ void VulkanDevice::MakeArgs(const LaunchArgs& a, VkArgs* out) {
   c.n_attrs = static_cast<int32_t>(out->attrs.size());
   c.attrs = out->attrs.data();
   c.scratch = a.scratch < 0 ? nullptr : buffers_[a.scratch].get();
+  if (c.scratch) c.scratch->touched = true;
   c.scratch_bytes = a.scratch_bytes;
   const VkPhysicalDeviceLimits& lim = props_.limits;
   c.limits.subgroup_size = subgroup_.subgroupSize;
