@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/files.h"
+
 namespace kforge {
 
 namespace {
@@ -194,12 +196,7 @@ Isa UnknownIsa(const std::string& arch) {
   return isa;
 }
 
-std::string ReadFirstLine(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::string line;
-  std::getline(in, line);
-  return Trim(line);
-}
+std::string ReadTrimmedLine(const std::filesystem::path& p) { return Trim(ReadFirstLine(p)); }
 
 }  // namespace
 
@@ -238,10 +235,10 @@ CpuFacts ReadHostCpuFacts() {
   f.cpuinfo = text.str();
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
-    std::string khz = ReadFirstLine(e.path() / "cpufreq" / "cpuinfo_max_freq");
+    std::string khz = ReadTrimmedLine(e.path() / "cpufreq" / "cpuinfo_max_freq");
     if (!khz.empty()) f.cpufreq_max_khz = std::max(f.cpufreq_max_khz, std::atof(khz.c_str()));
   }
-  f.cpufreq_driver = ReadFirstLine("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver");
+  f.cpufreq_driver = ReadTrimmedLine("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver");
   return f;
 }
 

@@ -12,6 +12,9 @@
 namespace kforge {
 
 Result<std::string> ReadFile(const std::filesystem::path& path);
+// The first line of a small text file (sysfs, /proc), without its newline; "" when it cannot
+// be read.
+std::string ReadFirstLine(const std::filesystem::path& path);
 // Writes to a temporary file beside `path` and renames it: readers never see half a file.
 Status WriteFileAtomic(const std::filesystem::path& path, const std::string& data);
 Status WriteFile(const std::filesystem::path& path, const void* data, size_t bytes);

@@ -86,6 +86,13 @@ TEST_F(FilesTest, ReadFileReturnsExactlyTheFilesBytes) {
   EXPECT_FALSE(ReadFile(dir_ / "missing").ok());
 }
 
+TEST_F(FilesTest, ReadFirstLineStopsAtTheNewlineAndIsEmptyForAMissingFile) {
+  const fs::path f = dir_ / "size";
+  ASSERT_TRUE(WriteFileAtomic(f, "2048K\nsecond\n").ok());
+  EXPECT_EQ(ReadFirstLine(f), "2048K");
+  EXPECT_EQ(ReadFirstLine(dir_ / "missing"), "");
+}
+
 TEST_F(FilesTest, AJobFolderGoesWhereKforgeJobDirSays) {
   setenv("KFORGE_JOB_DIR", dir_.c_str(), 1);
   Result<fs::path> job = MakeJobDir("job", 1 << 20);

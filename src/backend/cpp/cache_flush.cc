@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <thread>
+
+#include "base/files.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -13,13 +14,6 @@
 namespace kforge {
 
 namespace {
-
-std::string FirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
 
 // "32768K" -> bytes.
 int64_t CacheBytes(const std::string& text) {
@@ -55,16 +49,16 @@ HostCacheSizes ReadHostCacheSizes(const std::string& sysfs_cpu) {
   int64_t by_level[8] = {};
   for (int idx = 0; idx < 8; ++idx) {
     const std::string base = sysfs_cpu + "/cpu0/cache/index" + std::to_string(idx) + "/";
-    const std::string level = FirstLine(base + "level");
+    const std::string level = ReadFirstLine(base + "level");
     if (level.empty()) continue;
     const int lv = std::clamp(std::atoi(level.c_str()), 0, 7);
-    const int64_t bytes = CacheBytes(FirstLine(base + "size"));
-    if (FirstLine(base + "type") == "Instruction") continue;
+    const int64_t bytes = CacheBytes(ReadFirstLine(base + "size"));
+    if (ReadFirstLine(base + "type") == "Instruction") continue;
     by_level[lv] += bytes;
     if (lv >= llc_level) llc_level = lv, c.llc = bytes;
   }
   for (int lv = 1; lv < llc_level; ++lv) c.private_per_core += by_level[lv];
-  const int online = CountCpus(FirstLine(sysfs_cpu + "/online"));
+  const int online = CountCpus(ReadFirstLine(sysfs_cpu + "/online"));
   c.cores = online > 0 ? online : std::max(1u, std::thread::hardware_concurrency());
   return c;
 }

@@ -20,17 +20,11 @@
 #include "abi/kforge_cpu.h"
 #include "backend/cpp/cpu_peaks.h"
 #include "backend/host_args.h"
+#include "base/files.h"
 
 namespace kforge {
 
 namespace {
-
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
 
 std::string CpuModelName() {
   std::ifstream in("/proc/cpuinfo");
