@@ -27,9 +27,6 @@ namespace kforge {
 
 namespace fs = std::filesystem;
 
-// One allocation of the file's size and read(2) into it: the stream version grew a buffer by
-// doubling and copied it twice more, which for the judge's 8 to 16 MB tensors cost more than
-// the reading (about a third of a float64 reference job's upload).
 std::string ReadFirstLine(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::string line;
@@ -37,6 +34,9 @@ std::string ReadFirstLine(const std::filesystem::path& path) {
   return line;
 }
 
+// One allocation of the file's size and read(2) into it: the stream version grew a buffer by
+// doubling and copied it twice more, which for the judge's 8 to 16 MB tensors cost more than
+// the reading (about a third of a float64 reference job's upload).
 Result<std::string> ReadFile(const fs::path& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::NotFound("cannot read " + path.string() + ": " + std::strerror(errno));

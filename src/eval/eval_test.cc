@@ -64,9 +64,6 @@ class EvalTest : public ::testing::Test {
   bool timing_ = true;
 };
 
-// kforge-worker locks the device itself (job.lock_file): shared for the job, exclusive from each
-// null and timed run's flush to the end of its call. Beside another shared holder (another
-// job's checks) it opens, uploads and checks at once and waits only to time.
 // Whether /proc/cpuinfo's flags name `flag` (the cache flush's choice, checked independently).
 bool CpuFlagged(const std::string& flag) {
   std::ifstream in("/proc/cpuinfo");
@@ -76,6 +73,9 @@ bool CpuFlagged(const std::string& flag) {
   return false;
 }
 
+// kforge-worker locks the device itself (job.lock_file): shared for the job, exclusive from each
+// null and timed run's flush to the end of its call. Beside another shared holder (another
+// job's checks) it opens, uploads and checks at once and waits only to time.
 TEST_F(EvalTest, GivenAnotherSharedHolderTheWorkerChecksAtOnceAndWaitsOnlyForItsTimedRuns) {
   ASSERT_EQ(Eval("scale", kData / "scale" / "good.cc").status, VerdictStatus::kCorrect);  // peaks and build kept
   const std::string name = DeviceLockName(*FindBackend("cpp"), 0);

@@ -39,12 +39,12 @@ using nlohmann::json;
 
 namespace {
 
-// How kept baselines' times were computed from their runs (verdict.cc, base/stats.h) and what
-// came before each run: part of their key, so that a change of either retimes them rather than
-// comparing a new median with an old one.
+// How kept baselines' times were computed from their runs (verdict.cc, base/stats.h): part of
+// their key, so that a change of the statistic retimes them rather than comparing a new median
+// with an old one. (What a run does, the cache flush included, is in the key as the worker's
+// digest and the device's fingerprint.)
 constexpr const char* kTimingStatistic =
-    "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker; "
-    "cpp runs after the touched buffers' lines are evicted (backend/cpp/cache_flush.h)";
+    "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker";
 
 struct Trial {
   BoundProblem bound;

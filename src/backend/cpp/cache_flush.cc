@@ -63,6 +63,11 @@ HostCacheSizes ReadHostCacheSizes(const std::string& sysfs_cpu) {
   return c;
 }
 
+const HostCacheSizes& HostCaches() {
+  static const HostCacheSizes caches = ReadHostCacheSizes();
+  return caches;
+}
+
 FlushMethod ChooseFlush(const HostCacheSizes& caches, size_t buffer_bytes, bool line_eviction) {
   if (!line_eviction || caches.llc <= 0 || caches.private_per_core <= 0) return FlushMethod::kOverwrite;
   return static_cast<int64_t>(buffer_bytes) <= 4 * caches.llc ? FlushMethod::kEvictLines : FlushMethod::kOverwrite;
@@ -73,6 +78,12 @@ size_t OverwriteBytes(const HostCacheSizes& caches, FlushMethod method) {
     return static_cast<size_t>(std::max<int64_t>(2 * caches.private_per_core * caches.cores, int64_t{1} << 20));
   const int64_t llc = caches.llc > 0 ? caches.llc : int64_t{32} << 20;  // unknown: assume a large LLC
   return static_cast<size_t>(std::max<int64_t>(2 * llc, int64_t{64} << 20));
+}
+
+FlushPlan PlanFlush(size_t touched_bytes, bool evictable, size_t fill_bytes) {
+  if (evictable && ChooseFlush(HostCaches(), touched_bytes, LineEvictionAvailable()) == FlushMethod::kEvictLines)
+    return {FlushMethod::kEvictLines, OverwriteBytes(HostCaches(), FlushMethod::kEvictLines)};
+  return {FlushMethod::kOverwrite, fill_bytes};
 }
 
 #if defined(__x86_64__)

@@ -21,6 +21,8 @@ struct HostCacheSizes {
 
 // From `sysfs_cpu` (/sys/devices/system/cpu: cpu0/cache/index*/{level,type,size}, online).
 HostCacheSizes ReadHostCacheSizes(const std::string& sysfs_cpu = "/sys/devices/system/cpu");
+// This machine's, read once per process.
+const HostCacheSizes& HostCaches();
 
 enum class FlushMethod {
   kOverwrite,    // write max(2 x LLC, 64 MiB)
@@ -37,6 +39,16 @@ size_t OverwriteBytes(const HostCacheSizes& caches, FlushMethod method);
 
 // Whether EvictLines works here (x86-64 with clflushopt).
 bool LineEvictionAvailable();
+
+// One flush of a device whose touched buffers hold `touched_bytes`: kEvictLines, overwriting
+// OverwriteBytes(HostCaches(), kEvictLines), where the backend can reach the buffers' host
+// memory (`evictable`), the CPU has clflushopt and ChooseFlush agrees; else kOverwrite of the
+// backend's own `fill_bytes`.
+struct FlushPlan {
+  FlushMethod method = FlushMethod::kOverwrite;
+  size_t overwrite_bytes = 0;
+};
+FlushPlan PlanFlush(size_t touched_bytes, bool evictable, size_t fill_bytes);
 
 // Writes back and evicts every cache line of [p, p + bytes) from every level, and orders that
 // before what follows. Only where LineEvictionAvailable().

@@ -55,6 +55,23 @@ TEST(CacheFlushTest, LinesAreEvictedUpToFourTimesTheLastLevelCache) {
   EXPECT_EQ(OverwriteBytes(tiny, FlushMethod::kOverwrite), size_t{64} << 20);
 }
 
+// A backend that cannot reach its buffers' memory fills its own amount; one that can evicts
+// where this CPU and its caches allow it.
+TEST(CacheFlushTest, APlanEvictsOnlyWhereTheBackendCanReachTheBuffers) {
+  FlushPlan p = PlanFlush(size_t{16} << 20, false, 12345);
+  EXPECT_EQ(p.method, FlushMethod::kOverwrite);
+  EXPECT_EQ(p.overwrite_bytes, 12345u);
+  const HostCacheSizes& c = HostCaches();
+  p = PlanFlush(size_t{16} << 20, true, 12345);
+  if (LineEvictionAvailable() && ChooseFlush(c, size_t{16} << 20, true) == FlushMethod::kEvictLines) {
+    EXPECT_EQ(p.method, FlushMethod::kEvictLines);
+    EXPECT_EQ(p.overwrite_bytes, OverwriteBytes(c, FlushMethod::kEvictLines));
+  } else {
+    EXPECT_EQ(p.method, FlushMethod::kOverwrite);
+    EXPECT_EQ(p.overwrite_bytes, 12345u);
+  }
+}
+
 TEST(CacheFlushTest, EvictedLinesKeepTheirBytesAtAnyAlignment) {
   if (!LineEvictionAvailable()) GTEST_SKIP() << "no clflushopt on this CPU";
   std::vector<unsigned char> v(3 * 4096 + 17);

@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <thread>
 
 #include "abi/kforge_cpu.h"
@@ -116,7 +115,6 @@ class CppDevice : public Device {
   // Since the last flush: written, read, filled or passed to a launch (the buffers whose lines
   // the next flush evicts; the rest were evicted before and nothing of the harness read them).
   std::vector<bool> touched_;
-  std::optional<HostCacheSizes> caches_;  // read at the first flush
   char* flush_ = nullptr;
   size_t flush_bytes_ = 0;
   unsigned char flush_value_ = 0;
@@ -128,11 +126,10 @@ class CppDevice : public Device {
 // cache_flush.h: the buffers' lines evicted and the private caches overwritten, or (without
 // clflushopt, or buffers far larger than the LLC) twice the LLC overwritten.
 Status CppDevice::FlushCaches() {
-  if (!caches_) caches_ = ReadHostCacheSizes();
-  size_t buffer_bytes = 0;
-  for (size_t b = 0; b < sizes_.size(); ++b) buffer_bytes += touched_[b] ? sizes_[b] : 0;
-  const FlushMethod method = ChooseFlush(*caches_, buffer_bytes, LineEvictionAvailable());
-  const size_t bytes = OverwriteBytes(*caches_, method);
+  size_t touched = 0;
+  for (size_t b = 0; b < sizes_.size(); ++b) touched += touched_[b] ? sizes_[b] : 0;
+  const FlushPlan plan = PlanFlush(touched, true, OverwriteBytes(HostCaches(), FlushMethod::kOverwrite));
+  const size_t bytes = plan.overwrite_bytes;
   if (bytes > flush_bytes_) {
     std::free(flush_);
     flush_bytes_ = bytes;
@@ -141,7 +138,7 @@ Status CppDevice::FlushCaches() {
   }
   std::memset(flush_, ++flush_value_, bytes);
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    if (method == FlushMethod::kEvictLines && touched_[b]) EvictLines(buffers_[b], sizes_[b]);
+    if (plan.method == FlushMethod::kEvictLines && touched_[b]) EvictLines(buffers_[b], sizes_[b]);
     touched_[b] = false;  // the overwrite evicted it, or its lines were
   }
   return Status::Ok();
@@ -214,7 +211,7 @@ nlohmann::json HostCpuFingerprint() {
 }
 
 int64_t HostLastLevelCacheBytes() {
-  const int64_t llc = ReadHostCacheSizes().llc;
+  const int64_t llc = HostCaches().llc;
   return llc > 0 ? llc : int64_t{32} << 20;  // unknown: assume a large LLC
 }
 

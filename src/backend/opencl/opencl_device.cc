@@ -148,7 +148,7 @@ class OpenClDevice : public Device {
   std::vector<size_t> sizes_;
   std::vector<bool> touched_;  // since the last flush (CppDevice's rule): the lines it evicts
   std::optional<bool> maps_in_place_;
-  std::optional<HostCacheSizes> caches_;
+  size_t fill_bytes_ = 0;  // the flush's fill where lines are not evicted, set at the first flush
   cl_mem flush_ = nullptr;
   size_t flush_bytes_ = 0;
   uint32_t flush_value_ = 0;
@@ -257,15 +257,11 @@ Status OpenClDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes,
 // the buffers are so large that the fill is cheaper.
 Status OpenClDevice::FlushCaches() {
   cl_int e = CL_SUCCESS;
-  FlushMethod method = FlushMethod::kOverwrite;
-  size_t bytes = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), 64 << 20));
-  if (!ref_.gpu && LineEvictionAvailable() && MapsInPlace()) {
-    if (!caches_) caches_ = ReadHostCacheSizes();
-    size_t touched = 0;
-    for (size_t b = 0; b < sizes_.size(); ++b) touched += touched_[b] ? sizes_[b] : 0;
-    method = ChooseFlush(*caches_, touched, true);
-    if (method == FlushMethod::kEvictLines) bytes = OverwriteBytes(*caches_, method);
-  }
+  if (fill_bytes_ == 0) fill_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), 64 << 20));
+  size_t touched = 0;
+  for (size_t b = 0; b < sizes_.size(); ++b) touched += touched_[b] ? sizes_[b] : 0;
+  const FlushPlan plan = PlanFlush(touched, !ref_.gpu && LineEvictionAvailable() && MapsInPlace(), fill_bytes_);
+  const size_t bytes = plan.overwrite_bytes;
   if (bytes > flush_bytes_) {
     if (flush_) clReleaseMemObject(flush_);
     flush_ = nullptr;
@@ -278,7 +274,7 @@ Status OpenClDevice::FlushCaches() {
   KF_RETURN_IF_ERROR(Check(e, "clEnqueueFillBuffer (cache flush)"));
   KF_RETURN_IF_ERROR(Synchronize());
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    if (method == FlushMethod::kEvictLines && touched_[b]) KF_RETURN_IF_ERROR(EvictBufferLines(static_cast<BufferId>(b)));
+    if (plan.method == FlushMethod::kEvictLines && touched_[b]) KF_RETURN_IF_ERROR(EvictBufferLines(static_cast<BufferId>(b)));
     touched_[b] = false;
   }
   return Status::Ok();

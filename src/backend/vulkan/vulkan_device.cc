@@ -11,7 +11,6 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <optional>
 
 #include "abi/kforge_vulkan.h"
 #include "backend/cpp/cache_flush.h"
@@ -176,7 +175,7 @@ class VulkanDevice : public Device {
   VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
   std::unique_ptr<kf_vk_buffer> dummy_, staging_, flush_;
   uint32_t flush_value_ = 0;
-  std::optional<HostCacheSizes> caches_;  // a CPU device's, read at the first flush
+  size_t fill_bytes_ = 0;  // the flush's fill where lines are not evicted, set at the first flush
   std::vector<std::unique_ptr<kf_vk_buffer>> buffers_;
   VkShaderModule shader_ = VK_NULL_HANDLE, peaks_shader_ = VK_NULL_HANDLE;
   std::map<std::pair<VkShaderModule, std::vector<uint32_t>>, std::unique_ptr<kf_vk_pipeline>>
@@ -499,20 +498,17 @@ Status VulkanDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes,
 // clflushopt and every touched buffer mapped, their lines evicted and 2 x the private caches
 // filled (cpp/cache_flush.h); else a fill of max(2 x the host's LLC, 64 MiB).
 Status VulkanDevice::FlushCaches() {
-  FlushMethod method = FlushMethod::kOverwrite;
-  size_t bytes = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), IsCpu() ? 64 << 20 : 256 << 20));
-  if (IsCpu() && LineEvictionAvailable()) {
-    if (!caches_) caches_ = ReadHostCacheSizes();
-    size_t touched = 0;
-    bool mapped = true;
-    for (const auto& b : buffers_) {
-      if (!b->touched) continue;
-      touched += b->bytes;
-      mapped = mapped && b->mapped;
-    }
-    if (mapped) method = ChooseFlush(*caches_, touched, true);
-    if (method == FlushMethod::kEvictLines) bytes = OverwriteBytes(*caches_, method);
+  if (fill_bytes_ == 0)
+    fill_bytes_ = static_cast<size_t>(std::max<int64_t>(2 * LastLevelCacheBytes(), IsCpu() ? 64 << 20 : 256 << 20));
+  size_t touched = 0;
+  bool mapped = true;
+  for (const auto& b : buffers_) {
+    if (!b->touched) continue;
+    touched += b->bytes;
+    mapped = mapped && b->mapped;
   }
+  const FlushPlan plan = PlanFlush(touched, IsCpu() && mapped, fill_bytes_);
+  const size_t bytes = plan.overwrite_bytes;
   if (!flush_ || flush_->bytes < bytes) {
     if (flush_) DestroyBuffer(flush_.get());
     KF_ASSIGN_OR_RETURN(flush_, NewBuffer(bytes, false));
@@ -523,7 +519,7 @@ Status VulkanDevice::FlushCaches() {
     return Status::Ok();
   }));
   for (const auto& b : buffers_) {
-    if (method == FlushMethod::kEvictLines && b->touched) EvictLines(b->mapped, b->bytes);
+    if (plan.method == FlushMethod::kEvictLines && b->touched) EvictLines(b->mapped, b->bytes);
     b->touched = false;
   }
   return Status::Ok();
