@@ -97,6 +97,7 @@ struct ChildPlan {
   bool root = false;
   bool drop_privileges = false;
   uid_t uid = 65534;  // when drop_privileges
+  bool own_uid = false;  // uid was leased for this run: no task runs as it yet
   bool isolate_network = false;
   bool isolate_processes = false;  // PID + IPC namespace under an init
   bool private_fs = false;

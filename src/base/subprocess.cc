@@ -40,6 +40,7 @@
 
 #include "base/files.h"
 #include "base/sandbox_child.h"
+#include "base/sandbox_uids.h"
 #include "base/seccomp_filter.h"
 
 namespace kforge {
@@ -111,27 +112,6 @@ void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK
 
 // --- In the parent: building the plan. --------------------------------------------------------
 
-// Threads (tasks) whose real uid is `uid`, as RLIMIT_NPROC counts them.
-uint64_t CountTasksOf(uid_t uid) {
-  uint64_t total = 0;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
-    std::ifstream status(it->path() / "status");
-    bool owned = false;
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("Uid:", 0) == 0) owned = std::strtoul(line.c_str() + 4, nullptr, 10) == uid;
-      if (line.rfind("Threads:", 0) == 0) {
-        if (owned) total += std::strtoull(line.c_str() + 8, nullptr, 10);
-        break;
-      }
-    }
-  }
-  return total;
-}
-
 // `value` as soft and `hard` as hard limit, where 0 means unlimited, never above the current
 // hard limit (an unprivileged child could not raise it; setrlimit would fail).
 LimitSetting MakeLimit(int resource, uint64_t value, uint64_t hard) {
@@ -157,7 +137,8 @@ void PlanLimits(const Limits& limits, ChildPlan* plan) {
   uint64_t n = std::max(limits.max_processes, 0);
   const bool enforced = !plan->root || plan->drop_privileges;
   uid_t user = plan->drop_privileges ? plan->uid : getuid();
-  uint64_t shared = (n == 0 || !enforced) ? n : CountTasksOf(user) + n;
+  // An id leased for this run has no task yet (LeaseSandboxUid checked).
+  uint64_t shared = (n == 0 || !enforced) ? n : (plan->own_uid ? 0 : CountTasksOf(user)) + n;
   plan->nproc_shared = MakeLimit(RLIMIT_NPROC, shared, shared).value;
   // In its own user namespace the outer child and the init count too (same uid).
   uint64_t own = n == 0 ? 0 : n + (limits.isolate_processes ? 2 : 0);
@@ -205,11 +186,13 @@ void PlanSeccomp(const Limits& limits, ChildPlan* plan) {
   }
 }
 
-ChildPlan MakePlan(const ProcessSpec& spec) {
+// `own_uid`: an id leased for this run (0: none, the run uses spec.limits.sandbox_uid).
+ChildPlan MakePlan(const ProcessSpec& spec, uid_t own_uid) {
   ChildPlan plan;
   plan.root = geteuid() == 0;
   plan.drop_privileges = plan.root && spec.limits.drop_privileges;
-  plan.uid = spec.limits.sandbox_uid;
+  plan.own_uid = plan.drop_privileges && own_uid != 0;
+  plan.uid = plan.own_uid ? own_uid : spec.limits.sandbox_uid;
   plan.isolate_network = spec.limits.isolate_network;
   plan.isolate_processes = spec.limits.isolate_processes;
   plan.private_fs = spec.limits.private_filesystem;
@@ -238,7 +221,7 @@ std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges, uid_t 
                        spec.cwd.string());
   }
   if (drop_privileges && chown(spec.cwd.c_str(), uid, kNobodyGid) != 0) {
-    return fmt::format("cannot give working directory '{}' to user nobody: {}", spec.cwd.string(),
+    return fmt::format("cannot give working directory '{}' to the sandbox user {}: {}", spec.cwd.string(), uid,
                        ErrnoText(errno));
   }
   return "";
@@ -815,7 +798,18 @@ ProcessResult RunChecked(const ProcessSpec& spec) {
       run_spec = &staged_spec;
     }
   }
-  ChildPlan plan = MakePlan(*run_spec);
+  UidLease lease;
+  std::string lease_error;
+  uid_t own = spec.leased_uid;
+  if (geteuid() == 0 && spec.limits.drop_privileges && spec.limits.own_uid && own == 0) {
+    lease = LeaseSandboxUid(&lease_error);
+    if (lease.held()) own = lease.uid();
+  }
+  ChildPlan plan = MakePlan(*run_spec, spec.limits.own_uid ? own : 0);
+  result.uid = plan.drop_privileges ? plan.uid : geteuid();
+  if (!plan.own_uid && !lease_error.empty()) {
+    result.isolation_gaps.push_back(fmt::format("user: shared id {} (no id of its own: {})", plan.uid, lease_error));
+  }
   error = PrepareWorkdir(spec, plan.drop_privileges, plan.uid);
   if (error.empty()) error = PlanFilesystem(*run_spec, &plan);
   if (!error.empty()) return StartFailed(result, error);
@@ -949,8 +943,12 @@ std::string SeccompLine(const ProcessResult& probe) {
 
 std::string UserLine() {
   if (geteuid() == 0) {
-    return "user: nobody (65534) when drop_privileges (default), no supplementary groups, "
-           "no_new_privs";
+    std::string range_error;
+    const UidRange range = SandboxUidRange(&range_error);
+    return fmt::format(
+        "user: nobody (65534) when drop_privileges (default), or with own_uid (kforge-worker jobs) an id of "
+        "its own leased from {}..{} (KFORGE_SANDBOX_UIDS{}); group nogroup, no supplementary groups, no_new_privs",
+        range.first, range.first + range.count - 1, range_error.empty() ? "" : ": " + range_error);
   }
   return fmt::format("user: the calling user (uid {}), not root so no switch; no_new_privs",
                      geteuid());

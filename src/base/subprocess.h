@@ -59,6 +59,12 @@ struct Limits {
   // The user id dropped to (group nogroup, 65534). kforge runs PyTorch baselines as 65533 so
   // that candidates (nobody) cannot write the baselines' compile cache.
   uint32_t sandbox_uid = 65534;
+  // As root: a user id of its own for this run instead of sandbox_uid, leased from kforge's
+  // sandbox range (base/sandbox_uids.h) until the run ends (ProcessSpec::leased_uid, or leased
+  // by Run), group nogroup. RLIMIT_NPROC counts per user id: a child that forks up to its
+  // limit then takes no process or thread from the runs beside it. Where no id can be leased
+  // the run uses sandbox_uid and isolation_gaps says why.
+  bool own_uid = false;
   // Own PID and IPC namespaces under a trusted init: nothing the child starts outlives it.
   bool isolate_processes = true;
   // Read-only system, private /tmp, /var/tmp, /dev/shm and /proc; see ProcessSpec.
@@ -93,6 +99,9 @@ struct ProcessSpec {
   //              or not (out/out_total are filled as usual).
   int stdin_fd = -1;
   int cancel_fd = -1;
+  // With limits.own_uid: an id the caller leased for this run (LeaseSandboxUid; it keeps the
+  // lease until Run returns), so that it can prepare folders for that id; 0: Run leases one.
+  uint32_t leased_uid = 0;
   std::function<void(std::string_view)> on_stdout;
 };
 
@@ -116,6 +125,7 @@ struct ProcessResult {
   // ("pid namespace: unshare: Operation not permitted").
   std::vector<std::string> isolation_gaps;
   Limits limits;  // the limits the child ran under
+  uint32_t uid = 0;  // the user id it ran as (as root with drop_privileges; else the caller's)
 
   bool Succeeded() const { return end == End::kExited && exit_code == 0; }
   // One line for people: "exited with code 3", "killed by signal 11 (SIGSEGV: segmentation

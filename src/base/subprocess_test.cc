@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -338,6 +339,7 @@ TEST_F(SandboxTest, GivenAForkBombItIsContainedAndNothingOfItRemains) {
   ProcessSpec spec = Spec({kHelper, "forkbomb"});
   spec.limits.max_processes = 16;
   spec.limits.wall_seconds = 2;
+  spec.limits.own_uid = true;  // as kforge-worker jobs run (as root)
   const auto start = std::chrono::steady_clock::now();
   ProcessResult r = Run(spec);
   const double seconds =
@@ -631,6 +633,65 @@ TEST_F(SandboxTest, GivenRootItRunsTheChildAsNobodyInAWritableDirectory) {
   struct stat st = {};
   ASSERT_EQ(stat((dir_.path() / "f").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kNobody);
+}
+
+TEST_F(SandboxTest, GivenOwnUidEachRunAtOnceGetsAnIdOfItsOwn) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: there is no user to switch from";
+  constexpr int kRuns = 4;
+  TempDir dirs[kRuns];
+  std::vector<ProcessResult> results(kRuns);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kRuns; ++k) {
+    threads.emplace_back([&, k] {
+      ProcessSpec spec = MakeSpec({"sh", "-c", "id -u; id -g; sleep 0.5; echo data > f"}, dirs[k].path());
+      spec.limits.own_uid = true;
+      results[k] = Run(spec);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::set<uint32_t> ids;
+  for (int k = 0; k < kRuns; ++k) {
+    const ProcessResult& r = results[k];
+    ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.err << Gaps(r);
+    EXPECT_EQ(r.out, std::to_string(r.uid) + "\n65534\n");
+    EXPECT_GE(r.uid, 1879048192u);
+    ids.insert(r.uid);
+    struct stat st = {};
+    ASSERT_EQ(stat((dirs[k].path() / "f").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, r.uid);
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kRuns)) << "runs at the same time shared an id";
+  // Without own_uid the run is nobody, as before.
+  ProcessResult plain = Run(Spec({"id", "-u"}));
+  EXPECT_EQ(plain.out, "65534\n");
+  EXPECT_EQ(plain.uid, kNobody);
+}
+
+// RLIMIT_NPROC counts the tasks of a user id. A neighbour that started first, as the same id,
+// got its limit from a smaller count; a fork bomb then takes every slot up to its own limit
+// and the neighbour can start no thread (an honest candidate judged runtime_error). With ids
+// of their own, the neighbour keeps its whole allowance.
+TEST_F(SandboxTest, GivenAForkBombBesideARunWithAnIdOfItsOwnTheNeighbourStillStartsItsThreads) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: without a user switch the runs share the caller's count";
+  TempDir other;
+  ProcessResult neighbour;
+  std::thread t([&] {
+    ProcessSpec spec = MakeSpec({"sh", "-c", std::string("sleep 1.5; exec ") + kHelper + " threads 12"}, other.path());
+    spec.limits.own_uid = true;
+    spec.limits.max_processes = 16;
+    neighbour = Run(spec);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ProcessSpec bomb = Spec({kHelper, "forkbomb"});
+  bomb.limits.own_uid = true;
+  bomb.limits.max_processes = 16;
+  bomb.limits.wall_seconds = 3;
+  ProcessResult b = Run(bomb);
+  t.join();
+  EXPECT_EQ(b.end, End::kTimedOut) << b.Describe();
+  ASSERT_TRUE(neighbour.Succeeded()) << neighbour.Describe() << neighbour.err;
+  EXPECT_EQ(neighbour.out, "12\n") << "threads the neighbour started";
+  EXPECT_NE(neighbour.uid, b.uid);
 }
 
 TEST_F(SandboxTest, GivenRootAndAProgramInAPrivateFolderItRunsAStagedCopyAsNobody) {

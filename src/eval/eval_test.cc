@@ -440,6 +440,23 @@ TEST_F(EvalTest, GivenAnOpenClCandidateItIsJudgedCorrect) {
   if (device.value("kind", "") != "gpu" && CpuFlagged("clflushopt") &&
       device.value("platform", "").find("Portable Computing Language") != std::string::npos)
     EXPECT_EQ(device.value("cache_flush", ""), "touched buffers' lines evicted (in-place maps)") << device.dump();
+  // As root every job ran under an id of its own, with PoCL's kernel cache in a folder of that
+  // id that no other id may enter (PoCL makes its files 0700/0600: a shared folder would fail
+  // the next id's build).
+  if (geteuid() == 0) {
+    const fs::path pocl = fs::path(std::getenv("KFORGE_CACHE_DIR")) / "pocl";
+    int folders = 0;
+    for (const fs::directory_entry& e : fs::directory_iterator(pocl)) {
+      struct stat st = {};
+      ASSERT_EQ(lstat(e.path().c_str(), &st), 0);
+      EXPECT_TRUE(S_ISDIR(st.st_mode)) << e.path();
+      EXPECT_EQ(std::to_string(st.st_uid), e.path().filename().string()) << e.path();
+      EXPECT_GE(st.st_uid, 1879048192u) << e.path();
+      EXPECT_EQ(st.st_mode & 0777, 0700u) << e.path();
+      ++folders;
+    }
+    EXPECT_GE(folders, 1);
+  }
 }
 
 TEST_F(EvalTest, GivenFastMathOpenClOptionsOnAStrictProblemItIsSuspicious) {

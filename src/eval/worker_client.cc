@@ -14,6 +14,7 @@
 
 #include "backend/registry.h"
 #include "base/files.h"
+#include "base/sandbox_uids.h"
 
 namespace kforge {
 
@@ -21,10 +22,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// An id of its own for a worker job (Limits::own_uid), leased here so that the job's cache
+// folder can be that id's (SetWorkerEnv). Without one (no sandbox, not root, none free) the job
+// runs as nobody; *gap says why when an id was wanted.
+UidLease LeaseWorkerUid(const ProcessRunner& runner, ProcessSpec* spec, std::string* gap) {
+  spec->limits.own_uid = false;
+  spec->leased_uid = 0;
+  if (geteuid() != 0 || !spec->limits.drop_privileges || !runner.IsSandbox()) return {};
+  std::string error;
+  UidLease lease = LeaseSandboxUid(&error);
+  if (!lease.held()) {
+    *gap = "user: nobody, shared with other jobs (no id of its own: " + error + ")";
+    return lease;
+  }
+  spec->limits.own_uid = true;
+  spec->leased_uid = lease.uid();
+  return lease;
+}
+
 // The worker's environment, and the cache folders it may write besides its job folder (the
 // sandbox keeps everything else read-only): the common variables, and what the backend's spec
 // names (registry.h BackendSpec::worker_env).
-void SetWorkerEnv(const fs::path& dir, const std::string& backend_name, ProcessSpec* spec) {
+//
+// As root, a job run under an id of its own (`uid`, leased) gets a cache folder of that id
+// (<cache>/<backend cache>/<uid>, mode 0700): the caches' files are private to their
+// creator (PoCL makes them 0700 and 0600), ids are leased lowest first, so the same few recur
+// and their folders stay warm, and no job can write another id's folder. Without one, the
+// shared folder belongs to nobody, as the sandbox user was before.
+void SetWorkerEnv(const fs::path& dir, const std::string& backend_name, ProcessSpec* spec, uid_t uid = 0) {
   std::map<std::string, std::string>& env = spec->env;
   env = {{"HOME", dir.string()}, {"TMPDIR", dir.string()}, {"LC_ALL", "C"}};
   const BackendSpec* backend = FindBackend(backend_name);
@@ -44,7 +69,25 @@ void SetWorkerEnv(const fs::path& dir, const std::string& backend_name, ProcessS
     fs::path folder = *cache / backend->worker_cache;
     std::error_code ec;
     fs::create_directories(folder, ec);
-    if (geteuid() == 0) (void)!chown(folder.c_str(), 65534, 65534);  // the sandbox user writes it
+    if (geteuid() == 0 && uid != 0) {
+      (void)!chown(folder.c_str(), 0, 0);
+      chmod(folder.c_str(), 0755);
+      folder /= std::to_string(uid);
+      fs::create_directory(folder, ec);
+      struct stat st = {};
+      // A folder that is not a directory of this id (a symlink planted by an earlier owner of the
+      // parent's name) is not used.
+      if (lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) ec = std::make_error_code(std::errc::not_a_directory);
+      if (!ec && (chown(folder.c_str(), uid, 65534) != 0 || chmod(folder.c_str(), 0700) != 0))
+        ec = std::error_code(errno, std::generic_category());
+    } else if (geteuid() == 0) {
+      (void)!chown(folder.c_str(), 0, 0);
+      chmod(folder.c_str(), 0755);
+      folder /= "nobody";
+      fs::create_directory(folder, ec);
+      if (!ec) (void)!chown(folder.c_str(), 65534, 65534);  // the sandbox user writes it
+    }
+    if (ec) return;
     for (auto& [name, value] : backend->worker_cache_env(folder.string())) env[name] = value;
     if (!ec) spec->writable_paths.push_back(folder);
   }
@@ -158,9 +201,15 @@ Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& f
   if (!wrapper.empty()) spec.readable_paths.push_back(WorkerPath().parent_path());
   // A job that locks the device itself opens the lock there (read-only), even below /tmp.
   if (!job.lock_file.empty()) spec.readable_paths.push_back(fs::path(job.lock_file).parent_path());
-  SetWorkerEnv(dir, job.backend, &spec);
   spec.limits = limits;
-  return RunPreparedWorker(runner, spec, dir);
+  // Each job under an id of its own: a candidate that forks or starts threads up to its limit
+  // leaves the process count of the jobs beside it (other candidates, trusted references) alone.
+  std::string gap;
+  UidLease lease = LeaseWorkerUid(runner, &spec, &gap);
+  SetWorkerEnv(dir, job.backend, &spec, spec.leased_uid);
+  WorkerRun run = RunPreparedWorker(runner, spec, dir);
+  if (!gap.empty()) run.process.isolation_gaps.push_back(gap);
+  return run;
 }
 
 WorkerRun RunPreparedWorker(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
@@ -197,9 +246,11 @@ Result<nlohmann::json> ProbeWorker(ProcessRunner& runner, const std::string& bac
   ProcessSpec spec;
   spec.argv = {WorkerPath().string(), "probe", backend, std::to_string(device)};
   spec.cwd = dir;
-  SetWorkerEnv(dir, backend, &spec);
   spec.limits.wall_seconds = 60;
   spec.limits.address_space_bytes = 0;
+  std::string gap;
+  UidLease lease = LeaseWorkerUid(runner, &spec, &gap);
+  SetWorkerEnv(dir, backend, &spec, spec.leased_uid);
   ProcessResult r = runner.Run(spec);
   std::error_code ec;
   fs::remove_all(dir, ec);
