@@ -601,6 +601,12 @@ class Supervisor:
         built = self.call({"cmd": "build"})
         if "parameters" in built:
             res.data["parameters"] = built["parameters"]
+        if spec["mode"] == "candidate" and spec.get("checks") and spec.get("compile_pass", True):
+            # No lock: the device work of this call is captured, never run (kforge_pychild.py).
+            self.stage("compile pass")
+            r = self.call({"cmd": "compile_pass", "set": spec["checks"][0]})
+            self.child_seconds(r)
+            res.data["compile_pass"] = {k: r[k][:300] for k in ("note", "skipped") if isinstance(r.get(k), str)}
         if spec["mode"] == "baseline":
             self.stage("compile" if spec["baseline"] == "compile" else "first run")
             t0 = time.perf_counter()
@@ -1135,6 +1141,18 @@ class Zygote:
                 self.info["triton"] = triton.__version__
             except Exception:
                 pass
+            else:
+                # Triton keys its compile cache with a hash of its own sources and library
+                # (triton_key, cached per process): 0.46 s on the 2-core VM, paid by every job's
+                # first kernel, cache hit or not. Computed here once, before any job; each job
+                # forked from the zygote inherits it. No device is touched.
+                try:
+                    from triton.compiler import compiler as triton_compiler
+                    t1 = time.perf_counter()
+                    triton_compiler.triton_key()
+                    self.info["triton_key_seconds"] = time.perf_counter() - t1
+                except Exception as e:
+                    self.info["triton_key"] = ("not computed ahead: %s: %s" % (type(e).__name__, e))[:300]
         import kforge_kernels, kforge_inputs  # noqa: F401  (imported once, here)
         if torch.cuda.is_initialized():
             return "importing PyTorch initialised CUDA (a context cannot survive fork)"

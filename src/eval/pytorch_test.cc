@@ -596,6 +596,31 @@ TEST_F(PyTorchTest, GivenTheGeluTritonSeedTheInterpreterJudgesItCorrect) {
   EXPECT_EQ(v.precision["policy"], "strict") << v.precision.dump();
 }
 
+// On a GPU a new Triton candidate compiles in the compile pass, which holds no device lock,
+// not in its first check, under the shared lock that other jobs' timed runs wait behind: the
+// recorded first check then costs a fraction of the pass (kforge_pychild.py cmd_compile_pass).
+TEST_F(PyTorchTest, GivenANewTritonCandidateOnAGpuItCompilesInTheCompilePassNotInTheFirstCheck) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const std::string device = std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu";
+  if (device.rfind("cuda", 0) != 0) GTEST_SKIP() << "the compile pass captures CUDA work; the device is " << device;
+  // A source no earlier job had: its Triton cache starts empty.
+  const fs::path gelu = kData / ".." / ".." / ".." / "problems" / "gelu";
+  Result<fs::path> dir = MakeScratchDir("compile-pass");
+  ASSERT_TRUE(dir.ok());
+  Result<std::string> seed = ReadFile(gelu / "seeds" / "naive_triton.py");
+  ASSERT_TRUE(seed.ok());
+  const fs::path candidate = *dir / "new_triton.py";
+  ASSERT_TRUE(WriteFileAtomic(candidate, *seed + "\n# " + std::to_string(getpid()) + " " +
+                                            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n").ok());
+  Verdict v = Eval(gelu / "problem.toml", candidate, "triton");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  const double pass = v.stages.value("python_candidate.child.compile pass", -1.0);
+  const double first = v.stages.value("python_candidate.child.recorded call", -1.0);
+  ASSERT_GT(pass, 0) << v.stages.dump();
+  ASSERT_GE(first, 0) << v.stages.dump();
+  EXPECT_LT(first, 0.5 * pass) << "the first check still compiled: " << v.stages.dump();
+}
+
 // A candidate's Triton cache is its own (python_worker.cc, CandidateCompileCache): what one
 // plants there no candidate of other source sees; a later job of the same source does.
 TEST_F(PyTorchTest, GivenACandidatePlantingInItsTritonCacheNoOtherCandidateSeesItAndItsOwnNextJobDoes) {
