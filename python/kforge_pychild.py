@@ -971,13 +971,13 @@ class Child:
 
     def cmd_compile_pass(self, msg):
         """The candidate's first call with its device work captured into a CUDA graph that is
-        never launched: what a first call does on the host (Triton's JIT compile and launcher
-        builds, module loads, cuBLAS handles) happens here, where the supervisor holds no device
-        lock, instead of in the first check, under the shared lock that every other job's timed
-        runs wait behind (50 new Triton candidates 8 at a time queued 6.2 s each on the H200).
-        Nothing of it is judged: the outputs are dropped unread. A call that cannot be captured
-        (it synchronises, reads a value back, seeds the generator) ends the pass, and the first
-        check does the rest of the first call, as it did without a pass."""
+        never launched, in the compile pass's process (kforge_pyworker.py fork_compile_pass),
+        which is killed afterwards: what a first call does on the host (Triton's JIT compile
+        and launcher builds into the candidate's cache, module loads) happens without the device
+        lock. The process is not the judged one because the pass leaves its state wrong: a
+        candidate that sets up a buffer lazily at its first call keeps the buffer and never got
+        its contents. A call that cannot be captured (it synchronises, reads a value back,
+        seeds the generator) ends the pass early; the judged child's first call does the rest."""
         torch, i = self.torch, msg["set"]
         if not self.device.cuda:
             return {"skipped": "not a CUDA device"}, ()

@@ -1473,6 +1473,16 @@ Result<bool> Evaluation::RunPythonCandidate() {
   for (size_t t = 0; t < trials_.size() && !timing_only_; ++t) job["checks"].push_back(t);
   if (options_.timing) job["timing"] = PythonTimingPlan(trials_.size());
   job["lock_file"] = PythonLockFile();
+  // A JIT-compiling DSL compiles at the first call: on a GPU it does that in a process of its own
+  // beside this one, without the device lock (docs/python-worker.md "Compile pass").
+  // KFORGE_COMPILE_PASS=always forces it (on the CPU too, where it only starts and ends the
+  // process: the tests of its plumbing), =never turns it off.
+  const std::string name = backend_->name;
+  const char* force = std::getenv("KFORGE_COMPILE_PASS");
+  const std::string forced = force ? force : "";
+  job["compile_pass"] = !timing_only_ && forced != "never" &&
+                        (forced == "always" || (torch_device_ != "cpu" && (name == "triton" || name == "cute" ||
+                                                                          source_.find("triton") != std::string::npos)));
   PythonJobFiles files;
   files.copies["candidate.py"] = candidate_;
   if (pytorch_) files.copies["problem.py"] = problem_.path;

@@ -596,6 +596,22 @@ TEST_F(PyTorchTest, GivenTheGeluTritonSeedTheInterpreterJudgesItCorrect) {
   EXPECT_EQ(v.precision["policy"], "strict") << v.precision.dump();
 }
 
+// The compile pass's plumbing on the CPU (KFORGE_COMPILE_PASS=always): a second process of
+// the candidate starts beside the judged one and ends before the judged one loads the
+// candidate; the verdict is the same.
+TEST_F(PyTorchTest, GivenACompilePassTheVerdictIsTheSameAndThePassEndsBeforeTheLoad) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const fs::path gelu = kData / ".." / ".." / ".." / "problems" / "gelu";
+  setenv("KFORGE_COMPILE_PASS", "always", 1);
+  Verdict v = Eval(gelu / "problem.toml", gelu / "seeds" / "naive_triton.py", "triton");
+  unsetenv("KFORGE_COMPILE_PASS");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_TRUE(v.stages.contains("python_candidate.compile pass")) << v.stages.dump();
+  Verdict plain = Eval(gelu / "problem.toml", gelu / "seeds" / "naive_triton.py", "triton");
+  ASSERT_EQ(plain.status, VerdictStatus::kCorrect) << plain.message;
+  EXPECT_FALSE(plain.stages.contains("python_candidate.compile pass")) << plain.stages.dump();
+}
+
 // On a GPU a new Triton candidate compiles in the compile pass, which holds no device lock,
 // not in its first check, under the shared lock that other jobs' timed runs wait behind: the
 // recorded first check then costs a fraction of the pass (kforge_pychild.py cmd_compile_pass).
