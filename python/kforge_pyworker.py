@@ -122,6 +122,8 @@ def pieces_of(view):
 
 # --- The supervisor. -------------------------------------------------------------------------
 
+COMPILE_PASS_SECONDS = 90  # the longest the judged child waits for the compile pass
+
 def output_bytes(desc):
     """The byte size of an output as the job describes it (dtype, dims)."""
     n = ELEMENT_SIZE[desc["dtype"]]
@@ -386,7 +388,13 @@ class Supervisor:
             self.compile_helper.kill_child()
         else:
             self.stage("compile pass")
-        thread.join(timeout=None if not kill else 5)
+        # A first call that hangs only when captured (it waits on device work that never runs)
+        # must not hang the job: the pass is ended and the judged child's first call compiles.
+        thread.join(timeout=5 if kill else COMPILE_PASS_SECONDS)
+        if thread.is_alive():
+            self.compile_helper.kill_child()
+            thread.join(timeout=5)
+            self.compile_result.setdefault("note", "ended after %d s" % COMPILE_PASS_SECONDS)
         self.compile_thread = None
         out = self.compile_result
         self.child_seconds({"seconds": out.get("seconds")})
