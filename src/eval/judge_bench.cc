@@ -18,6 +18,7 @@
 // Each line shows the stage seconds the verdicts report (stages_seconds), so where the time
 // goes is visible beside the total. The worker: $KFORGE_WORKER, else next to this program.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -232,10 +233,13 @@ int Main(int argc, char** argv) {
 
   if (f.distinct > 0) {
     const std::string comment = candidate.extension() == ".py" ? "#" : "//";
+    // A nonce per bench run: the variants of an earlier run in the same cache would find their
+    // builds and Triton caches kept, and be judged warm.
+    const auto nonce = std::chrono::system_clock::now().time_since_epoch().count() ^ (static_cast<int64_t>(getpid()) << 40);
     std::vector<fs::path> files;
     for (int i = 0; i < f.distinct; ++i) {
       fs::path v = *variants / fmt::format("variant_{}{}", i, candidate.extension().string());
-      if (Status s = WriteFileAtomic(v, *source + fmt::format("\n{} kforge_judge_bench variant {}\n", comment, i)); !s.ok()) {
+      if (Status s = WriteFileAtomic(v, *source + fmt::format("\n{} kforge_judge_bench variant {} of run {:x}\n", comment, i, nonce)); !s.ok()) {
         fmt::print(stderr, "kforge_judge_bench: {}\n", s.message());
         return 3;
       }
