@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/files.h"
@@ -43,6 +44,26 @@ std::map<std::string, fs::path> PythonWorkerFiles() {
 namespace {
 
 constexpr uint32_t kBaselineUid = 65533;
+
+// A folder the candidates' users share (group nogroup): setgid and group-writable, and what is
+// in it too. Folders made before the jobs ran with umask 002, by nobody with umask 022, are
+// opened once per process.
+void OpenToGroup(const fs::path& folder) {
+  static std::mutex mu;
+  static std::set<std::string> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!done.insert(folder.string()).second) return;
+  chmod(folder.c_str(), 02775);
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st = {};
+    if (lstat(it->path().c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    if (st.st_gid != 65534) (void)!lchown(it->path().c_str(), static_cast<uid_t>(-1), 65534);
+    const mode_t want = (st.st_mode & 07777) | S_IRGRP | S_IWGRP | (S_ISDIR(st.st_mode) ? S_IXGRP | S_ISGID : 0);
+    if (want != (st.st_mode & 07777)) chmod(it->path().c_str(), want);
+  }
+}
 
 // Compile caches kept between jobs, so that a second judgement is warm. A candidate's Triton
 // cache is its own (CandidateCompileCache below): the job's folder holds it, filled from and
@@ -86,7 +107,9 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
     (void)!chown((*cache / "python").c_str(), 0, 0);
     chmod((*cache / "python").c_str(), 0755);
     (void)!chown(base.c_str(), owner, 65534);
-    chmod(base.c_str(), 0700);
+    // Candidates' jobs run as nobody or as a warm zygote's own id (python_zygote.h uid()), all
+    // of group nogroup, with umask 002 (kforge_pyworker.py): their folder is the group's.
+    chmod(base.c_str(), baseline ? 0700 : 02770);
   }
   std::map<std::string, std::string> dirs = baseline
       ? std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCHINDUCTOR_CACHE_DIR", "inductor"}}
@@ -95,7 +118,10 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
     fs::path p = base / sub;
     fs::create_directories(p, ec);
     if (ec) continue;
-    if (root) (void)!chown(p.c_str(), owner, 65534);
+    if (root) {
+      (void)!chown(p.c_str(), owner, 65534);
+      if (!baseline) OpenToGroup(p);
+    }
     env[var] = p.string();
     spec->writable_paths.push_back(p);
   }

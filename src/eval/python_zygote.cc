@@ -107,6 +107,17 @@ Result<std::unique_ptr<PythonZygote>> PythonZygote::Start(const ProcessSpec& lik
   spec.limits.output_kill_bytes = 0;  // a long life's results; each job's output is capped by the zygote
   spec.stdin_fd = z->stdin_r_;
   spec.cancel_fd = z->cancel_r_;
+  // Jobs of user nobody (candidates, references) under an id of this zygote's own; baselines
+  // keep their user (65533), whose caches are theirs alone.
+  if (geteuid() == 0 && spec.limits.drop_privileges && spec.limits.sandbox_uid == 65534) {
+    std::string why;
+    z->lease_ = LeaseSandboxUid(&why);
+    if (z->lease_.held()) {
+      spec.limits.sandbox_uid = z->lease_.uid();
+      spec.limits.own_uid = true;
+      spec.leased_uid = z->lease_.uid();
+    }
+  }
   PythonZygote* self = z.get();
   spec.on_stdout = [self](std::string_view chunk) { self->OnStdout(chunk); };
   z->runner_ = NewSandboxRunner();
@@ -435,11 +446,14 @@ std::optional<WarmPythonJob> StartInWarmPythonWorker(ProcessRunner& runner, cons
   z.ClearRoot();
   fs::path dir;
   std::error_code ec;
-  Result<ProcessSpec> spec = PreparePythonJob(job, files, limits, &dir, z.root());
+  // The job's folders belong to the user the zygote runs its jobs as.
+  Limits as_zygote = limits;
+  as_zygote.sandbox_uid = z.uid();
+  Result<ProcessSpec> spec = PreparePythonJob(job, files, as_zygote, &dir, z.root());
   // A job that needs a folder the zygote's sandbox does not show runs cold.
   if (!spec.ok() || !Within(spec->writable_paths, like.writable_paths) ||
       !Within(spec->readable_paths, like.readable_paths) ||
-      (geteuid() == 0 && spec->limits.drop_privileges && chown(dir.c_str(), spec->limits.sandbox_uid, 65534) != 0)) {
+      (geteuid() == 0 && spec->limits.drop_privileges && chown(dir.c_str(), z.uid(), 65534) != 0)) {
     if (!dir.empty()) fs::remove_all(dir, ec);
     Release(entry);
     return std::nullopt;

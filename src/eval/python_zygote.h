@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sandbox_uids.h"
 #include "base/subprocess.h"
 #include "eval/python_worker.h"
 
@@ -55,6 +56,10 @@ class PythonZygote {
   ProcessResult Run(const ProcessSpec& spec, const std::filesystem::path& dir);
   // False once the zygote has ended or said it cannot go on.
   bool usable() const;
+  // The user id its jobs run as: as root, one leased for this zygote's life for jobs of user
+  // nobody (base/sandbox_uids.h), so that a job that forks or starts threads up to its limit
+  // takes none from the jobs of other zygotes; else the sandbox user it was started with.
+  uint32_t uid() const { return spec_.limits.sandbox_uid; }
 
  private:
   PythonZygote() = default;
@@ -62,6 +67,7 @@ class PythonZygote {
   void Cancel();  // ends the sandbox
 
   std::filesystem::path root_, lib_;
+  UidLease lease_;
   std::unique_ptr<ProcessRunner> runner_;
   ProcessSpec spec_;
   std::thread thread_;

@@ -4,9 +4,14 @@
 // ended and a candidate that kills the zygote fails alone. Each test is its own process (CTest),
 // so each starts with an empty pool.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -106,6 +111,27 @@ TEST_F(PythonZygoteTest, GivenACandidateThatKillsTheWarmWorkerItsJobFailsAndANew
   WorkerRun next = Job("model.py");
   EXPECT_TRUE(next.finished()) << Why(next);
   EXPECT_EQ(WarmPythonWorkersStarted(), 2);
+}
+
+// As root a warm worker of user nobody's jobs runs as an id of its own (python_zygote.h uid()),
+// so a job that forks up to its limit takes no process from the jobs of other workers or from
+// kforge-worker's jobs, which have ids of their own too.
+TEST_F(PythonZygoteTest, GivenRootTheWarmWorkerRunsAsAnIdOfItsOwn) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: there is no user to switch from";
+  WorkerRun run = Job("model.py");
+  ASSERT_TRUE(run.finished()) << Why(run);
+  std::vector<unsigned long> uids;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::ifstream cmdline(it->path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (args.find("kforge_pyworker.py") == std::string::npos || args.find("zygote") == std::string::npos) continue;
+    std::ifstream status(it->path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Uid:", 0) == 0) uids.push_back(std::strtoul(line.c_str() + 4, nullptr, 10));
+  }
+  ASSERT_FALSE(uids.empty()) << "no warm worker is running";
+  for (unsigned long uid : uids) EXPECT_GE(uid, 1879048192ul);
 }
 
 // Counted as a difference: scripts/gpu-check runs every test of this program in one process.
