@@ -343,7 +343,11 @@ class Supervisor:
         except OSError:
             pass
         helper = Supervisor(self.folder)
-        helper.start_child()
+        try:
+            helper.start_child()
+        except Exception as e:  # no pass, then: the judged child's first call compiles
+            self.compile_result = {"note": ("not started: %s: %s" % (type(e).__name__, e))[:300]}
+            return
         self.compile_helper = helper
 
     def begin_compile_pass(self):
