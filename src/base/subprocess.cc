@@ -946,7 +946,7 @@ std::string UserLine() {
     std::string range_error;
     const UidRange range = SandboxUidRange(&range_error);
     return fmt::format(
-        "user: nobody (65534) when drop_privileges (default), or with own_uid (kforge-worker jobs) an id of "
+        "user: nobody (65534) when drop_privileges (default), or with own_uid (kforge-worker jobs, warm Python workers) an id of "
         "its own leased from {}..{} (KFORGE_SANDBOX_UIDS{}); group nogroup, no supplementary groups, no_new_privs",
         range.first, range.first + range.count - 1, range_error.empty() ? "" : ": " + range_error);
   }
