@@ -61,22 +61,38 @@ TEST_F(UidLeaseTest, GivenAFreeRangeEachLeaseGetsAnotherIdUntilNoneIsLeft) {
   EXPECT_EQ(again.uid(), freed);
 }
 
-TEST_F(UidLeaseTest, GivenALeaseHeldByAnotherProcessItIsNotLeasedAgain) {
+// A forked process that runs `step` (true: it worked), says so, and then waits to be killed.
+// Returns its pid, or -1 when the step failed.
+template <typename Step>
+pid_t PausedAfter(Step step) {
   int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
+  if (pipe(ready) != 0) return -1;
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
-    std::string error;
-    UidLease lease = LeaseSandboxUid(lock(), Range(1), &error);
-    char c = lease.held() ? 'y' : 'n';
+    const char c = step() ? 'y' : 'n';
     (void)!write(ready[1], &c, 1);
     pause();
     _exit(0);
   }
   char c = 0;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  EXPECT_EQ(c, 'y');
+  const bool ok = pid > 0 && read(ready[0], &c, 1) == 1 && c == 'y';
+  close(ready[0]);
+  close(ready[1]);
+  if (!ok && pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return ok ? pid : -1;
+}
+
+TEST_F(UidLeaseTest, GivenALeaseHeldByAnotherProcessItIsNotLeasedAgain) {
+  const pid_t pid = PausedAfter([&] {
+    std::string error;
+    static UidLease lease;  // held until the process is killed
+    lease = LeaseSandboxUid(lock(), Range(1), &error);
+    return lease.held();
+  });
+  ASSERT_GT(pid, 0) << "the other process could not lease the id";
   std::string error;
   EXPECT_FALSE(LeaseSandboxUid(lock(), Range(1), &error).held());
   kill(pid, SIGKILL);
@@ -84,26 +100,13 @@ TEST_F(UidLeaseTest, GivenALeaseHeldByAnotherProcessItIsNotLeasedAgain) {
   // The holder died: its lease went with it.
   error.clear();
   EXPECT_TRUE(LeaseSandboxUid(lock(), Range(1), &error).held()) << error;
-  close(ready[0]);
-  close(ready[1]);
 }
 
 TEST_F(UidLeaseTest, GivenAProcessRunningAsAnIdThatIdIsSkipped) {
   if (geteuid() != 0) GTEST_SKIP() << "not root: cannot start a process as another user";
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
   const uid_t busy = Range(1).first;
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    char c = setresuid(busy, busy, busy) == 0 ? 'y' : 'n';
-    (void)!write(ready[1], &c, 1);
-    pause();
-    _exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+  const pid_t pid = PausedAfter([&] { return setresuid(busy, busy, busy) == 0; });
+  ASSERT_GT(pid, 0) << "could not start a process as " << busy;
   std::string error;
   EXPECT_FALSE(LeaseSandboxUid(lock(), Range(1), &error).held());
   EXPECT_NE(error.find("in use"), std::string::npos) << error;
@@ -112,8 +115,6 @@ TEST_F(UidLeaseTest, GivenAProcessRunningAsAnIdThatIdIsSkipped) {
   EXPECT_EQ(next.uid(), busy + 1);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 TEST_F(UidLeaseTest, GivenALockFileOthersCanOpenItRefusesIt) {

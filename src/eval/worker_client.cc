@@ -69,27 +69,21 @@ void SetWorkerEnv(const fs::path& dir, const std::string& backend_name, ProcessS
     fs::path folder = *cache / backend->worker_cache;
     std::error_code ec;
     fs::create_directories(folder, ec);
-    if (geteuid() == 0 && uid != 0) {
+    if (geteuid() == 0) {
       (void)!chown(folder.c_str(), 0, 0);
       chmod(folder.c_str(), 0755);
-      folder /= std::to_string(uid);
+      folder /= uid != 0 ? std::to_string(uid) : "nobody";
       fs::create_directory(folder, ec);
       struct stat st = {};
       // A folder that is not a directory of this id (a symlink planted by an earlier owner of the
       // parent's name) is not used.
       if (lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) ec = std::make_error_code(std::errc::not_a_directory);
-      if (!ec && (chown(folder.c_str(), uid, 65534) != 0 || chmod(folder.c_str(), 0700) != 0))
+      if (!ec && (chown(folder.c_str(), uid != 0 ? uid : 65534, 65534) != 0 || (uid != 0 && chmod(folder.c_str(), 0700) != 0)))
         ec = std::error_code(errno, std::generic_category());
-    } else if (geteuid() == 0) {
-      (void)!chown(folder.c_str(), 0, 0);
-      chmod(folder.c_str(), 0755);
-      folder /= "nobody";
-      fs::create_directory(folder, ec);
-      if (!ec) (void)!chown(folder.c_str(), 65534, 65534);  // the sandbox user writes it
     }
     if (ec) return;
     for (auto& [name, value] : backend->worker_cache_env(folder.string())) env[name] = value;
-    if (!ec) spec->writable_paths.push_back(folder);
+    spec->writable_paths.push_back(folder);
   }
 }
 
