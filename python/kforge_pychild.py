@@ -374,12 +374,6 @@ def fresh_args(module, seed, device):
     return list(module.get_inputs())
 
 
-def exception_text(e):
-    """One line about an exception, at most 300 characters."""
-    line = ("%s: %s" % (type(e).__name__, e)).splitlines()[0] if str(e) else type(e).__name__
-    return line[:300]
-
-
 class Clock:
     """The child's own stopwatch for the steps of a command, summed per step name: a breakdown
     the supervisor passes on as the child's (diagnostic, untrusted) `child_seconds`."""
@@ -989,16 +983,16 @@ class Child:
             try:
                 graph.capture_begin(capture_error_mode="relaxed")
             except Exception as e:  # a torch without relaxed capture
-                return {"skipped": "capture_begin: %s" % exception_text(e)}, ()
+                return {"skipped": "capture_begin: %s" % kforge_kernels.exception_line(e)}, ()
             try:
                 self.function(i, self.sets[i], seeded=False)()
             except BaseException as e:
-                note = "ended by %s" % exception_text(e)
+                note = "ended by %s" % kforge_kernels.exception_line(e)
             finally:
                 try:
                     graph.capture_end()
                 except Exception as e:
-                    note = note or "capture ended with %s" % exception_text(e)
+                    note = note or "capture ended with %s" % kforge_kernels.exception_line(e)
         clock.lap("compile pass")
         del graph
         torch.cuda.current_stream().wait_stream(stream)

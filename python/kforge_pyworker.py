@@ -34,6 +34,7 @@ import threading
 import time
 import traceback
 
+import kforge_kernels
 from kforge_pychild import CHUNK, ELEMENT_SIZE, POISON, Channel, ChildGone, WorkerError, child_main, thread_count
 
 STDERR_TAG = "kforge-worker: "
@@ -346,7 +347,7 @@ class Supervisor:
         try:
             helper.start_child()
         except Exception as e:  # no pass, then: the judged child's first call compiles
-            self.compile_result = {"note": ("not started: %s: %s" % (type(e).__name__, e))[:300]}
+            self.compile_result = {"note": "not started: " + kforge_kernels.exception_line(e)}
             return
         self.compile_helper = helper
 
@@ -373,7 +374,7 @@ class Supervisor:
             except ChildGone:
                 out["note"] = "the compile pass's process ended"
             except Exception as e:
-                out["note"] = ("%s: %s" % (type(e).__name__, e))[:300]
+                out["note"] = kforge_kernels.exception_line(e)
             finally:
                 helper.end_child()
                 out["wall_seconds"] = time.perf_counter() - t0
@@ -1241,8 +1242,8 @@ class Zygote:
                     triton_compiler.triton_key()
                     self.info["triton_key_seconds"] = time.perf_counter() - t1
                 except Exception as e:
-                    self.info["triton_key"] = ("not computed ahead: %s: %s" % (type(e).__name__, e))[:300]
-        import kforge_kernels, kforge_inputs  # noqa: F401  (imported once, here)
+                    self.info["triton_key"] = "not computed ahead: " + kforge_kernels.exception_line(e)
+        import kforge_inputs  # noqa: F401  (imported once, here; kforge_kernels is at the top)
         if torch.cuda.is_initialized():
             return "importing PyTorch initialised CUDA (a context cannot survive fork)"
         threads = thread_count(os.getpid())
