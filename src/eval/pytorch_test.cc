@@ -91,6 +91,16 @@ class PyTorchTest : public ::testing::Test {
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : Verdict{};
   }
+  // A copy of `file` with a comment no earlier job's source had: its Triton cache starts empty.
+  static fs::path NewSource(const fs::path& file) {
+    static fs::path dir = MakeScratchDir("new-sources").value();
+    static int count = 0;
+    const fs::path copy = dir / (std::to_string(++count) + "_" + file.filename().string());
+    EXPECT_TRUE(WriteFileAtomic(copy, ReadFile(file).value() + "\n# new source " + std::to_string(getpid()) + " " +
+                                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n")
+                    .ok());
+    return copy;
+  }
   // The honest twin of an attack candidate: the same file with CHEAT = False.
   fs::path Twin(const fs::path& cheat) {
     std::string text = ReadFile(cheat).value();
@@ -538,12 +548,16 @@ TEST_F(PyTorchTest, GivenPatchedClocksTheVerdictKeepsTheSupervisorsWallClock) {
   // catches it: supervisor_clock).
   const fs::path cheat = kKb / "candidates" / "12_patch_clocks.py";
   Verdict v = EvalAttack(cheat, 10);
-  ASSERT_TRUE(v.status == VerdictStatus::kCorrect || v.gate == "host_time" || v.gate == "supervisor_clock") << v.message;
+  // On a GPU the candidate, PyTorch ops only, is no_custom_kernel (gate "kernels"); its timing stays.
+  ASSERT_TRUE(v.status == VerdictStatus::kCorrect || v.gate == "host_time" || v.gate == "supervisor_clock" ||
+              v.gate == "kernels")
+      << v.message;
   ASSERT_TRUE(v.timing.has_value());
   EXPECT_LT(v.fingerprint["timing"]["device_median_ms"].get<double>(), 0.9 * WallMinusOverhead(v)) << "the patch did not take";
   EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
   Verdict twin = EvalAttack(Twin(cheat), 10);
-  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  EXPECT_TRUE(twin.status == VerdictStatus::kCorrect || twin.gate == "kernels") << twin.message;
+  ASSERT_TRUE(twin.timing.has_value());
   EXPECT_GE(twin.timing->median_ms, 0.999 * SupervisorBound(twin));
 }
 
@@ -602,12 +616,14 @@ TEST_F(PyTorchTest, GivenTheGeluTritonSeedTheInterpreterJudgesItCorrect) {
 TEST_F(PyTorchTest, GivenACompilePassTheVerdictIsTheSameAndThePassEndsBeforeTheLoad) {
   if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
   const fs::path gelu = kData / ".." / ".." / ".." / "problems" / "gelu";
+  const fs::path candidate = NewSource(gelu / "seeds" / "naive_triton.py");
   setenv("KFORGE_COMPILE_PASS", "always", 1);
-  Verdict v = Eval(gelu / "problem.toml", gelu / "seeds" / "naive_triton.py", "triton");
+  Verdict v = Eval(gelu / "problem.toml", candidate, "triton");
   unsetenv("KFORGE_COMPILE_PASS");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   EXPECT_TRUE(v.stages.contains("python_candidate.compile pass")) << v.stages.dump();
-  Verdict plain = Eval(gelu / "problem.toml", gelu / "seeds" / "naive_triton.py", "triton");
+  // The same source again: its cache is filled (on a GPU) or the pass is off (on the CPU).
+  Verdict plain = Eval(gelu / "problem.toml", candidate, "triton");
   ASSERT_EQ(plain.status, VerdictStatus::kCorrect) << plain.message;
   EXPECT_FALSE(plain.stages.contains("python_candidate.compile pass")) << plain.stages.dump();
 }
@@ -619,15 +635,8 @@ TEST_F(PyTorchTest, GivenANewTritonCandidateOnAGpuItCompilesInTheCompilePassNotI
   if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
   const std::string device = std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu";
   if (device.rfind("cuda", 0) != 0) GTEST_SKIP() << "the compile pass captures CUDA work; the device is " << device;
-  // A source no earlier job had: its Triton cache starts empty.
   const fs::path gelu = kData / ".." / ".." / ".." / "problems" / "gelu";
-  Result<fs::path> dir = MakeScratchDir("compile-pass");
-  ASSERT_TRUE(dir.ok());
-  Result<std::string> seed = ReadFile(gelu / "seeds" / "naive_triton.py");
-  ASSERT_TRUE(seed.ok());
-  const fs::path candidate = *dir / "new_triton.py";
-  ASSERT_TRUE(WriteFileAtomic(candidate, *seed + "\n# " + std::to_string(getpid()) + " " +
-                                            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n").ok());
+  const fs::path candidate = NewSource(gelu / "seeds" / "naive_triton.py");
   Verdict v = Eval(gelu / "problem.toml", candidate, "triton");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
   const double pass = v.stages.value("python_candidate.child.compile pass", -1.0);
@@ -786,7 +795,12 @@ TEST_F(PyTorchTest, GivenACpuDeviceTheKernelsRecordSaysUnavailableWithAReasonAnd
   EvalOptions o = Options("pytorch");
   o.quick = false;
   o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  // On the CPU also when the suite runs on a GPU (KFORGE_TORCH_DEVICE=cuda:0), where PyTorch ops
+  // alone are no_custom_kernel.
+  const std::string suite_device = std::getenv("KFORGE_TORCH_DEVICE");
+  setenv("KFORGE_TORCH_DEVICE", "cpu", 1);
   Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_torch_ops.py", o, *runner_);
+  setenv("KFORGE_TORCH_DEVICE", suite_device.c_str(), 1);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message;
 }
