@@ -67,6 +67,7 @@ struct Judgement {
   double cv = 0;                 // per-set coefficient of variation (the other stopping rule)
   double median_ms = 0;
   bool wall_bounded = false;     // the median is the supervisor's wall-clock bound, not the device's
+  std::string rejudged;          // the gate of a first job that a load-sensitive gate sent back, if one did
 };
 
 // How the timed runs ended: the median's precision when it is known, and the spread. With fewer
@@ -90,6 +91,12 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   if (!v.correct()) j.status += " [" + (v.gate.empty() ? std::string("-") : v.gate) + "] " + v.message.substr(0, 240);
   j.stages = v.stages;
   j.phases = v.worker_phases;
+  // Evaluation::JudgeCandidate's warning when a load-sensitive gate made it judge twice.
+  for (const std::string& w : v.warnings)
+    if (w.rfind("judged twice: ", 0) == 0) {
+      const size_t by = w.find("by the "), gate = by == std::string::npos ? by : w.find(" gate", by);
+      j.rejudged = gate == std::string::npos ? std::string("?") : w.substr(by + 7, gate - by - 7);
+    }
   // A Python job's timed runs, one by one (its phases are stages): the medians of each step.
   if (const json* t = v.fingerprint.contains("timing") ? &v.fingerprint["timing"] : nullptr; t && t->is_object())
     for (const char* k : {"prepare_median_ms", "collect_median_ms", "scan_median_ms", "step_median_ms", "wall_median_ms",
@@ -274,10 +281,12 @@ int Main(int argc, char** argv) {
     std::vector<double> each, runs, precision, medians;
     double each_mean = 0;
     int bounded = 0;
+    std::map<std::string, int> rejudged;  // gate -> candidates judged twice because of it
     for (const Judgement& d : distinct) {
       each.push_back(d.seconds), each_mean += d.seconds / static_cast<double>(distinct.size());
       runs.push_back(d.runs), precision.push_back(d.median_precision), medians.push_back(d.median_ms);
       bounded += d.wall_bounded;
+      if (!d.rejudged.empty()) ++rejudged[d.rejudged];
     }
     std::string st;
     for (const auto& [s, n] : statuses) st += fmt::format(" {} {}", n, s);
@@ -292,6 +301,16 @@ int Main(int argc, char** argv) {
                "{:.4g}-{:.4g} ms (range); {} of {} the wall-clock bound\n",
                Median(runs), 100 * Median(precision), Median(medians), *std::min_element(medians.begin(), medians.end()),
                *std::max_element(medians.begin(), medians.end()), bounded, distinct.size());
+    // A load-sensitive gate that tripped on a first job costs that job's whole time again.
+    std::string twice;
+    int twice_n = 0;
+    for (const auto& [gate, n] : rejudged) twice += fmt::format("{}{} by {}", twice.empty() ? "" : ", ", n, gate), twice_n += n;
+    fmt::print("distinct  {} of {} judged twice{}\n", twice_n, distinct.size(), twice.empty() ? "" : " (" + twice + ")");
+    out["distinct"]["judged_twice"] = rejudged;
+    out["distinct"]["each"] = json::array();
+    for (const Judgement& d : distinct)
+      out["distinct"]["each"].push_back({{"seconds", d.seconds}, {"status", d.status}, {"stages", d.stages}, {"phases", d.phases},
+                                         {"runs", d.runs}, {"median_ms", d.median_ms}, {"judged_twice_by", d.rejudged}});
     out["distinct"]["timed_runs_median"] = Median(runs);
     out["distinct"]["median_ms"] = medians;
     out["distinct"]["wall_bounded"] = bounded;
