@@ -30,6 +30,10 @@ import kforge_inputs
 import kforge_kernels
 
 MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
+# The device's head start before a timed call on CUDA (Device.timed_call): a spin of about this
+# long, queued first, so that the call's launches are queued before the device reaches them.
+QUEUE_MS = 0.2
+QUEUE_CALIBRATION_CYCLES = 2_000_000  # one spin of about a millisecond, to learn the SM clock
 PR_SET_PDEATHSIG = 1
 CHUNK = 1 << 20  # bytes per socket read of a large blob (a multiple of every element size; the digest's piece)
 ELEMENT_SIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
@@ -491,6 +495,37 @@ class Device:
         else:
             self.llc = cpu_llc_bytes()
         self.flush_buffer = None
+        self.queue_cycles, self.queue_ms, self.queue_note = 0, 0.0, None
+        self.last_enqueue_ms = None
+
+    def set_queue(self, ms):
+        """A timed call on CUDA is queued behind a spin of `ms` on the device (torch.cuda._sleep,
+        a kernel that waits a number of SM clock cycles), so that the events and the call's
+        launches reach the device's queue before it gets to them: the events then time the
+        device's work, not how fast this process's Python and Triton's launcher ran (the launch
+        path of a small Triton kernel was 3 to 10 times the kernel on the H200, and grew with the
+        host's load: kforge_timing_probe.py). Host work of the call beyond the head start still
+        lands between the events; the supervisor's wall clock sees all of it. The cycle count
+        comes from one timed spin here."""
+        if not self.cuda or ms <= 0:
+            return
+        t = self.torch
+        sleep = getattr(t.cuda, "_sleep", None)
+        if sleep is None:
+            self.queue_note = "torch.cuda._sleep is missing in torch %s: timed calls are not queued" % t.__version__
+            return
+        sleep(1000)
+        start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        start.record()
+        sleep(QUEUE_CALIBRATION_CYCLES)
+        end.record()
+        end.synchronize()
+        spun = start.elapsed_time(end)
+        if spun <= 0:
+            self.queue_note = "the calibration spin took no time: timed calls are not queued"
+            return
+        self.queue_cycles = max(1, int(ms * QUEUE_CALIBRATION_CYCLES / spun))
+        self.queue_ms = ms
 
     def reset_persisting_l2(self):
         """cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0): a persisting window would
@@ -523,7 +558,9 @@ class Device:
             fp.update({"name": props.name, "cuda": t.version.cuda,
                        "compute_capability": "%d.%d" % (props.major, props.minor),
                        "memory_bytes": props.total_memory, "l2_bytes": self.llc,
-                       "persisting_l2_reset": self.l2_reset})
+                       "persisting_l2_reset": self.l2_reset, "queue_ms": self.queue_ms})
+            if self.queue_note:
+                fp["queue_note"] = self.queue_note
         else:
             fp.update({"name": cpu_name(), "threads": t.get_num_threads(), "llc_bytes": self.llc})
         try:
@@ -533,19 +570,24 @@ class Device:
             pass
         return fp
 
-    def timed_call(self, fn, returned=None):
+    def timed_call(self, fn, returned=None, queued=False):
         """Runs fn once between device timers; returns (output, device_ms, host_ms). Both are the
         child's own clocks: the supervisor's wall clock is the trusted one. returned(), when
-        given, runs the moment fn returns, before anything waits for the device."""
+        given, runs the moment fn returns, before anything waits for the device. `queued`: behind
+        the head start of set_queue (timed and null runs); last_enqueue_ms is then the host's
+        time from the first event to the last."""
         t = self.torch
         if self.cuda:
             start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            if queued and self.queue_cycles:
+                t.cuda._sleep(self.queue_cycles)
             h0 = time.perf_counter()
             start.record()
             out = fn()
             if returned is not None:
                 returned()
             end.record()
+            self.last_enqueue_ms = (time.perf_counter() - h0) * 1e3
             t.cuda.synchronize()
             h1 = time.perf_counter()
             return out, start.elapsed_time(end), (h1 - h0) * 1e3
@@ -756,6 +798,9 @@ class Child:
         self.device = Device(self.spec.get("device", "cpu"))
         self.tiny = torch.zeros(1, device=self.device.spec)
         clock.lap("device")
+        if self.spec.get("timing"):
+            self.device.set_queue(float(self.spec["timing"].get("queue_ms", QUEUE_MS)))
+            clock.lap("queue")
         reply = {"fingerprint": self.device.fingerprint(), "llc_bytes": self.device.llc, "seconds": clock.laps}
         if self.region is not None and self.device.cuda:
             reply["shared_region_pinned"] = pin_host_pages(torch, self.region)
@@ -1148,9 +1193,12 @@ class Child:
     def cmd_go(self, msg):
         j, null, fn, clones, _ = self.pending
         with self.torch.no_grad():
-            outs, dms, hms = self.device.timed_call(fn)
+            outs, dms, hms = self.device.timed_call(fn, queued=True)
         self.last = outs
-        return {"device_ms": dms, "host_ms": hms}, ()
+        reply = {"device_ms": dms, "host_ms": hms}
+        if self.device.queue_cycles:
+            reply["enqueue_ms"] = self.device.last_enqueue_ms
+        return reply, ()
 
     def cmd_collect(self, msg):
         """The outputs of the run just done, as blobs, plus what the child saw: writes past the

@@ -850,7 +850,8 @@ class Supervisor:
         t4 = ns()
         run = {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": prepare / 1e6,
                "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
-               "host_ms": float(done["host_ms"]), "probes": probes, "overrun": r.get("overrun"),
+               "host_ms": float(done["host_ms"]), "enqueue_ms": done.get("enqueue_ms"),
+               "probes": probes, "overrun": r.get("overrun"),
                "inputs_changed": r.get("inputs_changed", []), "lock_wait_s": waited}
         if settle is None:
             self.settle_run(run)
@@ -908,7 +909,7 @@ class Supervisor:
         timing = {"overhead_ms": self.calibration["overhead_ms"],
                   "overhead_mad_ms": self.calibration["overhead_mad_ms"], "calibration": self.calibration,
                   "fresh_inputs": self.fresh(), "device_ms": [], "host_ms": [], "wall_ms": [],
-                  "prepare_ms": [], "collect_ms": [], "sets_used": [], "seeds": [], "magnitudes": [],
+                  "prepare_ms": [], "collect_ms": [], "enqueue_ms": [], "sets_used": [], "seeds": [], "magnitudes": [],
                   "issues": [], "threads_before": self.threads()}
         if not self.fresh():
             timing["note"] = ("timed runs rotate over the check trials' inputs (the job carries no input "
@@ -959,6 +960,8 @@ class Supervisor:
             previous = (k, run)
             for key in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms"):
                 timing[key].append(run[key])
+            if isinstance(run["enqueue_ms"], (int, float)):
+                timing["enqueue_ms"].append(float(run["enqueue_ms"]))
             timing["sets_used"].append(j)
             timing["seeds"].append(seed)
             timing["magnitudes"].append(self.spec["sets"][j].get("magnitude", 1.0))

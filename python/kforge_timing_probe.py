@@ -16,6 +16,10 @@ the kernel and the part that is the launch path can be told apart:
   idle, then spin  after idle, 2 ms of host busy loop before the call (a core kept awake), no seed
   idle, then op    after idle, a one-element op and a synchronize before the call, no seed
   idle, no seed    after idle, no seed
+  queued, flush    as "after flush", no seed, through the child's timed call with the device's
+                   head start (kforge_pychild.QUEUE_MS of spin queued before the events)
+  queued, idle     the same after idle; "its launches" lines: the host's time from the first
+                   event to the last, which the head start has to cover
   device only      100 calls between one pair of events, divided by 100: the launch overlapped
 
 and the cost of the supervisor's steps for the output: an 8 MiB copy from the device into
@@ -101,6 +105,24 @@ def main():
     summary("idle, then spin", timed(lambda: (flush(), time.sleep(0.01), spin(0.002)), seed=False))
     summary("idle, then op", timed(lambda: (flush(), time.sleep(0.01), tiny.add_(1.0), torch.cuda.synchronize()), seed=False))
     summary("idle, no seed", timed(lambda: (flush(), time.sleep(0.01)), seed=False))
+    # The child's own timed call (kforge_pychild.Device.timed_call), queued behind its head start.
+    import kforge_pychild
+    device = kforge_pychild.Device("cuda:0")
+    device.set_queue(kforge_pychild.QUEUE_MS)
+
+    def queued(before):
+        ms, enqueue = [], []
+        for _ in range(args.runs):
+            before()
+            _, d, _ = device.timed_call(lambda: call(False), queued=True)
+            ms.append(d)
+            enqueue.append(device.last_enqueue_ms)
+        return ms, enqueue
+    for name, before in (("queued, flush", flush), ("queued, idle", lambda: (flush(), time.sleep(0.01)))):
+        ms, enqueue = queued(before)
+        summary(name, ms)
+        summary("  its launches", enqueue)
+    print("(head start %.3f ms: %d cycles)" % (device.queue_ms, device.queue_cycles))
     many = []
     for _ in range(20):
         flush()

@@ -1557,6 +1557,19 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
       {"scan_median_ms", Median(tj.scan_ms)}, {"step_median_ms", Median(tj.step_ms)},
       {"calibration", PythonCalibrationJson(tj.calibration)}, {"fresh_inputs", tj.fresh_inputs},
       {"lock_wait_s", tj.lock_wait_s}};
+  // The device's head start (docs/python-worker.md "Timed runs"): where the call's launches took
+  // the host longer than that, the device idled between the events and the device times
+  // include the host's launch path.
+  const double queue_ms = verdict_.fingerprint.value("device", json::object()).value("queue_ms", 0.0);
+  if (!tj.enqueue_ms.empty()) {
+    const double enqueue = Median(tj.enqueue_ms);
+    verdict_.fingerprint["timing"]["enqueue_median_ms"] = enqueue;
+    if (queue_ms > 0 && enqueue > queue_ms)
+      verdict_.warnings.push_back(fmt::format(
+          "the call's launches took the host {:.3f} ms (median), more than the device's {:.3f} ms head start: its device "
+          "times include host time between launches",
+          enqueue, queue_ms));
+  }
   if (tj.note) verdict_.warnings.push_back(*tj.note);
   if (!tj.issues.empty()) {
     Finish(VerdictStatus::kWrongOutput, tj.issues[0], "timed_output");

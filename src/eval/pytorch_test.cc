@@ -646,6 +646,23 @@ TEST_F(PyTorchTest, GivenANewTritonCandidateOnAGpuItCompilesInTheCompilePassNotI
   EXPECT_LT(first, 0.5 * pass) << "the first check still compiled: " << v.stages.dump();
 }
 
+// On a GPU every timed call is queued behind the device's head start (kforge_pychild.py
+// Device.set_queue): the job says how long it was, and how long the call's launches took the host.
+TEST_F(PyTorchTest, GivenATritonCandidateOnAGpuItsTimedCallsAreQueuedBehindAHeadStart) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const std::string device = std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu";
+  if (device.rfind("cuda", 0) != 0) GTEST_SKIP() << "the head start is a spin on a CUDA device; the device is " << device;
+  const fs::path gelu = kData / ".." / ".." / ".." / "problems" / "gelu";
+  Verdict v = Eval(gelu / "problem.toml", gelu / "seeds" / "naive_triton.py", "triton");
+  ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+  EXPECT_GT(v.fingerprint["device"].value("queue_ms", 0.0), 0.0) << v.fingerprint["device"].dump();
+  const nlohmann::json& t = v.fingerprint["timing"];
+  ASSERT_TRUE(t.contains("enqueue_median_ms")) << t.dump();
+  EXPECT_GT(t["enqueue_median_ms"].get<double>(), 0.0);
+  // The wall clock still sees the whole call: the median is never below its bound.
+  EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
+}
+
 // A candidate's Triton cache is its own (python_worker.cc, CandidateCompileCache): what one
 // plants there no candidate of other source sees; a later job of the same source does.
 TEST_F(PyTorchTest, GivenACandidatePlantingInItsTritonCacheNoOtherCandidateSeesItAndItsOwnNextJobDoes) {

@@ -186,6 +186,7 @@ Status Read(const json& j, const std::string& path, WorkerTiming* t) {
   KF_RETURN_IF_ERROR(Field(j, path, "prepare_ms", &t->prepare_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "scan_ms", &t->scan_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "step_ms", &t->step_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "enqueue_ms", &t->enqueue_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "sets_used", &t->sets_used));
   KF_RETURN_IF_ERROR(Field(j, path, "seeds", &t->seeds));
   KF_RETURN_IF_ERROR(Field(j, path, "magnitudes", &t->magnitudes));

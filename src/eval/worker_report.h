@@ -79,6 +79,9 @@ struct WorkerTiming {
   // Python worker: the wait for each run's output scans (digest, NaN/Inf and poison counts) that
   // the next run's prepare did not hide, and each run's whole step, start to start.
   std::vector<double> scan_ms, step_ms;
+  // Python worker on CUDA: each timed run's host time from its first device event to its last
+  // (untrusted), for the device's head start (fingerprint.device.queue_ms) it had to beat.
+  std::vector<double> enqueue_ms;
   std::vector<int> sets_used;      // the input set of each run
   // The fresh inputs' seed of each run (the Python worker: null when not fresh).
   std::vector<std::optional<uint64_t>> seeds;
