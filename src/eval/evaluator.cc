@@ -43,6 +43,8 @@ namespace {
 // their key, so that a change of the statistic retimes them rather than comparing a new median
 // with an old one. (What a run does, the cache flush included, is in the key as the worker's
 // digest and the device's fingerprint.)
+// The device's head start before a Python job's timed call on CUDA, ms (PythonTimingPlan).
+constexpr double kPythonQueueMs = 0.2;
 constexpr const char* kTimingStatistic =
     "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker";
 
@@ -1204,10 +1206,27 @@ std::string Evaluation::PythonLockFile() const {
   return DeviceLockPath(torch_device_ == "cpu" ? "cpu" : LockName("cuda")).string();
 }
 
+// queue_ms: the device's head start before each timed call on CUDA (docs/python-worker.md,
+// "Timed runs"); KFORGE_QUEUE_MS sets another, 0 none (to compare with and without it).
 json Evaluation::PythonTimingPlan(size_t sets) const {
+  double queue_ms = kPythonQueueMs;
+  if (const char* env = std::getenv("KFORGE_QUEUE_MS"); env && *env) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end != env && *end == '\0' && v >= 0 && v <= 10) {
+      queue_ms = v;
+    } else {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::fprintf(stderr, "kforge: KFORGE_QUEUE_MS=%s is not a number of milliseconds from 0 to 10; using %g\n", env,
+                     kPythonQueueMs);
+      });
+    }
+  }
   return {{"sets", sets > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
           {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
-          {"cv_target", options_.cv_target}, {"precision_target", options_.precision_target}, {"flush", true}};
+          {"cv_target", options_.cv_target}, {"precision_target", options_.precision_target}, {"flush", true},
+          {"queue_ms", queue_ms}};
 }
 
 json Evaluation::PythonJob(const std::string& mode) const {

@@ -54,7 +54,8 @@ json PythonReport() {
                "calibration": {"null_runs": 20, "overhead_ms": 0.1, "wall_ms": 0.2, "device_ms": 0.1,
                                "prepare_ms": 0.3, "collect_ms": 0.05},
                "fresh_inputs": false, "device_ms": [1.0, 1.1], "host_ms": [1.0, 1.1], "wall_ms": [1.2, 1.3],
-               "prepare_ms": [0.3, 0.3], "collect_ms": [0.05, 0.06], "sets_used": [0, 0], "seeds": [null, null],
+               "prepare_ms": [0.3, 0.3], "collect_ms": [0.05, 0.06], "enqueue_ms": [0.04, 0.05],
+               "sets_used": [0, 0], "seeds": [null, null],
                "magnitudes": [1.0, 1.0], "issues": [], "threads_before": 5, "threads_after": 5,
                "note": "timed runs rotate over the check trials' inputs",
                "input_hashes_before": {"0": ["same"]}, "input_hashes_after": {"0": ["same"]},
@@ -130,6 +131,7 @@ TEST(WorkerReportTest, GivenAFullPythonReportItParses) {
   ASSERT_TRUE(r->timing);
   const WorkerTiming& t = *r->timing;
   EXPECT_EQ(t.prepare_ms.size(), 2u);
+  EXPECT_EQ(t.enqueue_ms, (std::vector<double>{0.04, 0.05}));
   ASSERT_EQ(t.seeds.size(), 2u);
   EXPECT_FALSE(t.seeds[0]);  // no fresh inputs: no seed
   ASSERT_TRUE(t.calibration);
