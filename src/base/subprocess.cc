@@ -996,4 +996,18 @@ std::vector<std::string> DescribeIsolation() {
   };
 }
 
+UidLease LeaseOwnUid(ProcessSpec* spec, std::string* gap) {
+  if (geteuid() != 0 || !spec->limits.drop_privileges) return {};
+  std::string error;
+  UidLease lease = LeaseSandboxUid(&error);
+  if (!lease.held()) {
+    *gap = fmt::format("user: shared id {} (no id of its own: {})", spec->limits.sandbox_uid, error);
+    return lease;
+  }
+  spec->limits.sandbox_uid = lease.uid();
+  spec->limits.own_uid = true;
+  spec->leased_uid = lease.uid();
+  return lease;
+}
+
 }  // namespace kforge

@@ -41,6 +41,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/sandbox_uids.h"
+
 namespace kforge {
 
 struct Limits {
@@ -146,6 +148,13 @@ class ProcessRunner {
 
 // The real sandbox.
 std::unique_ptr<ProcessRunner> NewSandboxRunner();
+
+// An id of its own for `spec`'s run (base/sandbox_uids.h), leased here and set as the run's
+// user (limits.sandbox_uid, own_uid, leased_uid), so that the caller can prepare folders for it
+// before the run; the caller keeps the lease until the run ends. Only as root with
+// drop_privileges; not held then when every id is taken or the lock file cannot be opened
+// (*gap says so, and the run keeps its user).
+UidLease LeaseOwnUid(ProcessSpec* spec, std::string* gap);
 
 // What isolation the sandbox can apply on this machine, one line per mechanism, each saying
 // active or not and why, for `kforge doctor` ("network: private namespace (unshare

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -329,8 +330,35 @@ WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {
 
 namespace {
 
-WorkerRun RunPreparedPythonJob(ProcessRunner& runner, const ProcessSpec& spec, const fs::path& dir) {
-  return FinishPythonJob(runner.Run(spec), dir);
+// A cold job (no warm worker) of user nobody's, a candidate or a reference, runs under an id of
+// its own as a warm worker's jobs do (python_zygote.cc), leased before its folder is prepared
+// for that id; baselines keep their user. The lease is held until the job ends.
+struct ColdJob {
+  UidLease lease;
+  std::string gap;  // why it has no id of its own, when one was wanted
+  ProcessSpec spec;
+  fs::path dir;
+};
+
+Result<std::shared_ptr<ColdJob>> PrepareColdPythonJob(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
+                                                      const Limits& limits) {
+  auto cold = std::make_shared<ColdJob>();
+  Limits own = limits;
+  if (runner.IsSandbox() && limits.sandbox_uid == 65534 && job.value("mode", "") != "baseline") {
+    ProcessSpec leasing;
+    leasing.limits = limits;
+    cold->lease = LeaseOwnUid(&leasing, &cold->gap);
+    own = leasing.limits;
+  }
+  KF_ASSIGN_OR_RETURN(cold->spec, PreparePythonJob(job, files, own, &cold->dir));
+  if (cold->lease.held()) cold->spec.leased_uid = cold->lease.uid();
+  return cold;
+}
+
+WorkerRun RunColdPythonJob(ProcessRunner& runner, const ColdJob& cold) {
+  ProcessResult process = runner.Run(cold.spec);
+  if (!cold.gap.empty()) process.isolation_gaps.push_back(cold.gap);
+  return FinishPythonJob(std::move(process), cold.dir);
 }
 
 }  // namespace
@@ -338,9 +366,8 @@ WorkerRun RunPreparedPythonJob(ProcessRunner& runner, const ProcessSpec& spec, c
 Result<WorkerRun> RunPythonWorker(ProcessRunner& runner, const json& job, const PythonJobFiles& files,
                                   const Limits& limits) {
   if (std::optional<WorkerRun> warm = RunInWarmPythonWorker(runner, job, files, limits)) return *std::move(warm);
-  fs::path dir;
-  KF_ASSIGN_OR_RETURN(ProcessSpec spec, PreparePythonJob(job, files, limits, &dir));
-  return RunPreparedPythonJob(runner, spec, dir);
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<ColdJob> cold, PrepareColdPythonJob(runner, job, files, limits));
+  return RunColdPythonJob(runner, *cold);
 }
 
 Result<std::unique_ptr<StandbyPythonJob>> StandbyPythonJob::Start(ProcessRunner& runner, json job, const PythonJobFiles& files,
@@ -353,10 +380,9 @@ Result<std::unique_ptr<StandbyPythonJob>> StandbyPythonJob::Start(ProcessRunner&
     standby->done_ = std::move(warm->done);
     return standby;
   }
-  KF_ASSIGN_OR_RETURN(ProcessSpec spec, PreparePythonJob(job, files, limits, &standby->dir_));
-  standby->done_ = std::async(std::launch::async, [&runner, spec, dir = standby->dir_] {
-    return RunPreparedPythonJob(runner, spec, dir);
-  });
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<ColdJob> cold, PrepareColdPythonJob(runner, job, files, limits));
+  standby->dir_ = cold->dir;
+  standby->done_ = std::async(std::launch::async, [&runner, cold] { return RunColdPythonJob(runner, *cold); });
   return standby;
 }
 

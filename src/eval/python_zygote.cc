@@ -109,14 +109,9 @@ Result<std::unique_ptr<PythonZygote>> PythonZygote::Start(const ProcessSpec& lik
   spec.cancel_fd = z->cancel_r_;
   // Jobs of user nobody (candidates, references) under an id of this zygote's own; baselines
   // keep their user (65533), whose caches are theirs alone.
-  if (geteuid() == 0 && spec.limits.drop_privileges && spec.limits.sandbox_uid == 65534) {
-    std::string why;
-    z->lease_ = LeaseSandboxUid(&why);
-    if (z->lease_.held()) {
-      spec.limits.sandbox_uid = z->lease_.uid();
-      spec.limits.own_uid = true;
-      spec.leased_uid = z->lease_.uid();
-    }
+  if (spec.limits.sandbox_uid == 65534) {
+    std::string gap;  // none held: the zygote's jobs run as nobody, as cold ones then do
+    z->lease_ = LeaseOwnUid(&spec, &gap);
   }
   PythonZygote* self = z.get();
   spec.on_stdout = [self](std::string_view chunk) { self->OnStdout(chunk); };

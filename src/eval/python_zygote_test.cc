@@ -144,5 +144,16 @@ TEST_F(PythonZygoteTest, GivenWarmWorkersOffJobsRunCold) {
   EXPECT_EQ(WarmPythonWorkersStarted(), before) << "no warm worker was started";
 }
 
+// A cold job of nobody's (a candidate) runs under an id leased for it alone, as a warm worker's
+// jobs do: a fork bomb beside it takes nothing from the jobs of other ids.
+TEST_F(PythonZygoteTest, GivenRootAColdCandidateJobRunsAsAnIdOfItsOwn) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: there is no user to switch from";
+  setenv("KFORGE_WARM_PYTHON", "0", 1);
+  WorkerRun run = Job("model.py");
+  unsetenv("KFORGE_WARM_PYTHON");
+  ASSERT_TRUE(run.finished()) << Why(run);
+  EXPECT_GE(run.process.uid, 1879048192u) << "the cold job ran as " << run.process.uid;
+}
+
 }  // namespace
 }  // namespace kforge

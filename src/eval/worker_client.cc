@@ -28,16 +28,8 @@ namespace {
 UidLease LeaseWorkerUid(const ProcessRunner& runner, ProcessSpec* spec, std::string* gap) {
   spec->limits.own_uid = false;
   spec->leased_uid = 0;
-  if (geteuid() != 0 || !spec->limits.drop_privileges || !runner.IsSandbox()) return {};
-  std::string error;
-  UidLease lease = LeaseSandboxUid(&error);
-  if (!lease.held()) {
-    *gap = "user: nobody, shared with other jobs (no id of its own: " + error + ")";
-    return lease;
-  }
-  spec->limits.own_uid = true;
-  spec->leased_uid = lease.uid();
-  return lease;
+  if (!runner.IsSandbox()) return {};
+  return LeaseOwnUid(spec, gap);
 }
 
 // The worker's environment, and the cache folders it may write besides its job folder (the
