@@ -310,10 +310,10 @@ class TimedLoopTest(unittest.TestCase):
         probe = self.w.OutputProbe("float32", None, keep)
         probe(memoryview(self.outputs.get(k, bytes([k]) * 256)).toreadonly())
         return {"set": j, "seed": seed, "wall_ms": 1.0, "prepare_ms": 0.1, "collect_ms": 0.1, "device_ms": 1.0,
-                "host_ms": 1.0, "probes": [("y", probe)], "overrun": None, "inputs_changed": [], "lock_wait_s": 0.0}
+                "host_ms": 1.0, "enqueue_ms": 0.05, "probes": [("y", probe)], "overrun": None, "inputs_changed": [], "lock_wait_s": 0.0}
 
     def loop(self, runs):
-        timing = {k: [] for k in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms", "sets_used", "seeds",
+        timing = {k: [] for k in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms", "enqueue_ms", "sets_used", "seeds",
                                   "magnitudes", "issues")}
         plan = {"sets": [0], "max_runs": runs, "min_runs": runs + 1, "budget_ms": 60000}
         self.w.Supervisor.timed_loop(self.sup, plan, timing)
@@ -330,6 +330,7 @@ class TimedLoopTest(unittest.TestCase):
         self.assertEqual(checked, [0, 1, 2])
         self.assertEqual(len(timing["scan_ms"]), 3)
         self.assertEqual(len(timing["step_ms"]), 3)
+        self.assertEqual(timing["enqueue_ms"], [0.05] * 3)
         self.assertEqual(timing["issues"], [])
 
     def test_a_repeat_in_the_last_run_is_found(self):
