@@ -313,8 +313,7 @@ class TimedLoopTest(unittest.TestCase):
                 "host_ms": 1.0, "enqueue_ms": 0.05, "probes": [("y", probe)], "overrun": None, "inputs_changed": [], "lock_wait_s": 0.0}
 
     def loop(self, runs):
-        timing = {k: [] for k in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms", "enqueue_ms", "sets_used", "seeds",
-                                  "magnitudes", "issues")}
+        timing = self.w.timing_series()
         plan = {"sets": [0], "max_runs": runs, "min_runs": runs + 1, "budget_ms": 60000}
         self.w.Supervisor.timed_loop(self.sup, plan, timing)
         return timing

@@ -41,6 +41,13 @@ STDERR_TAG = "kforge-worker: "
 PIECE = CHUNK  # bytes per piece of a file's digest (kDigestPieceBytes in src/base/files.h)
 NULL_RUNS = 20  # calibration runs of the command path before the candidate loads (at most)
 FLUSH_EVERY = 4  # null runs flush the cache in every FLUSH_EVERY-th run only
+RUN_SERIES = ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms")  # one entry per timed run
+
+
+def timing_series():
+    """The timing report's per-run lists, empty: the one place that names them (Supervisor.run_timing
+    and the timed loop's tests both start from it)."""
+    return {k: [] for k in RUN_SERIES + ("enqueue_ms", "sets_used", "seeds", "magnitudes", "issues")}
 PR_SET_DUMPABLE = 4
 CHILD_OUTPUT_TAIL = 64 << 10  # bytes of the child's stdout/stderr kept and passed on
 CHILD_OUTPUT_CAP = 64 << 20  # more than this from the child is a flood: it is killed
@@ -908,9 +915,7 @@ class Supervisor:
         sets = plan["sets"]
         timing = {"overhead_ms": self.calibration["overhead_ms"],
                   "overhead_mad_ms": self.calibration["overhead_mad_ms"], "calibration": self.calibration,
-                  "fresh_inputs": self.fresh(), "device_ms": [], "host_ms": [], "wall_ms": [],
-                  "prepare_ms": [], "collect_ms": [], "enqueue_ms": [], "sets_used": [], "seeds": [], "magnitudes": [],
-                  "issues": [], "threads_before": self.threads()}
+                  "fresh_inputs": self.fresh(), **timing_series(), "threads_before": self.threads()}
         if not self.fresh():
             timing["note"] = ("timed runs rotate over the check trials' inputs (the job carries no input "
                               "generators to draw fresh ones from); each timed output is compared with its "
@@ -958,7 +963,7 @@ class Supervisor:
             run = self.one_run(j, seed, False, keep=slot < k_keep, poison=k % 2,
                                settle=(lambda p=previous: settle(p)) if previous else (lambda: None))
             previous = (k, run)
-            for key in ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms"):
+            for key in RUN_SERIES:
                 timing[key].append(run[key])
             if isinstance(run["enqueue_ms"], (int, float)):
                 timing["enqueue_ms"].append(float(run["enqueue_ms"]))
