@@ -309,7 +309,7 @@ class TimedLoopTest(unittest.TestCase):
         self.events.append("exclusive %d" % k)
         probe = self.w.OutputProbe("float32", None, keep)
         probe(memoryview(self.outputs.get(k, bytes([k]) * 256)).toreadonly())
-        return {"set": j, "seed": seed, "wall_ms": 1.0, "prepare_ms": 0.1, "collect_ms": 0.1, "device_ms": 1.0,
+        return {"set": j, "seed": seed, "wall_ms": 1.0, "prepare_ms": 0.1, "collect_ms": 0.1, "copy_ms": 0.02, "device_ms": 1.0,
                 "host_ms": 1.0, "enqueue_ms": 0.05, "probes": [("y", probe)], "overrun": None, "inputs_changed": [], "lock_wait_s": 0.0}
 
     def loop(self, runs):
@@ -330,6 +330,7 @@ class TimedLoopTest(unittest.TestCase):
         self.assertEqual(len(timing["scan_ms"]), 3)
         self.assertEqual(len(timing["step_ms"]), 3)
         self.assertEqual(timing["enqueue_ms"], [0.05] * 3)
+        self.assertEqual(timing["copy_ms"], [0.02] * 3)
         self.assertEqual(timing["issues"], [])
 
     def test_a_repeat_in_the_last_run_is_found(self):

@@ -41,7 +41,7 @@ STDERR_TAG = "kforge-worker: "
 PIECE = CHUNK  # bytes per piece of a file's digest (kDigestPieceBytes in src/base/files.h)
 NULL_RUNS = 20  # calibration runs of the command path before the candidate loads (at most)
 FLUSH_EVERY = 4  # null runs flush the cache in every FLUSH_EVERY-th run only
-RUN_SERIES = ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms")  # one entry per timed run
+RUN_SERIES = ("device_ms", "host_ms", "wall_ms", "prepare_ms", "collect_ms", "copy_ms")  # one entry per timed run
 
 
 def timing_series():
@@ -849,14 +849,22 @@ class Supervisor:
         self.lock(exclusive=False)  # a downgrade never waits
         t3 = ns()
         r = self.call({"cmd": "collect"})
+        replied = ns()
         self.unlock()
         expected = self.spec["sets"][j]["outputs"]
         kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
         probes = [(d["name"], OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)) for d in expected]
         self.feed_outputs(r, expected, [p for _, p in probes], keep=keep)
         t4 = ns()
+        # collect_ms is the child's part of the hand-over: its round trip when the outputs came
+        # through the shared region (the child is done with them when it replies), the whole
+        # read when they came as blobs (the child still sends them). copy_ms is this process's
+        # copy out of the shared region after the reply, which no work of the child's lengthens
+        # (docs/python-worker.md, "What the orchestrator makes of the times").
+        shared = "shared" in r
         run = {"set": j, "seed": seed, "wall_ms": (t2 - t1) / 1e6, "prepare_ms": prepare / 1e6,
-               "collect_ms": (t4 - t3) / 1e6, "device_ms": float(done["device_ms"]),
+               "collect_ms": ((replied if shared else t4) - t3) / 1e6, "copy_ms": ((t4 - replied) if shared else 0) / 1e6,
+               "device_ms": float(done["device_ms"]),
                "host_ms": float(done["host_ms"]), "enqueue_ms": done.get("enqueue_ms"),
                "probes": probes, "overrun": r.get("overrun"),
                "inputs_changed": r.get("inputs_changed", []), "lock_wait_s": waited}
@@ -907,7 +915,8 @@ class Supervisor:
                             "wall_ms": med([r["wall_ms"] for r in runs]),
                             "device_ms": med([r["device_ms"] for r in runs]),
                             "prepare_ms": med([r["prepare_ms"] for k, r in enumerate(runs) if k % FLUSH_EVERY == 0]),
-                            "collect_ms": med([r["collect_ms"] for r in runs])}
+                            "collect_ms": med([r["collect_ms"] for r in runs]),
+                            "copy_ms": med([r["copy_ms"] for r in runs])}
 
     def run_timing(self):
         spec, res = self.spec, self.res

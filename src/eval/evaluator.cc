@@ -127,7 +127,8 @@ std::string ErrorMessage(const WorkerRun& run, const std::string& otherwise = ""
 json PythonCalibrationJson(const std::optional<Calibration>& c) {
   if (!c) return json::object();
   return {{"null_runs", c->null_runs}, {"overhead_ms", c->overhead_ms}, {"wall_ms", c->wall_ms},
-          {"device_ms", c->device_ms}, {"prepare_ms", c->prepare_ms}, {"collect_ms", c->collect_ms}};
+          {"device_ms", c->device_ms}, {"prepare_ms", c->prepare_ms}, {"collect_ms", c->collect_ms},
+          {"copy_ms", c->copy_ms}};
 }
 
 // A run's error as the worker wrote it ({} without one), for the verdict's diagnostics.
@@ -1573,6 +1574,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
       {"overhead_ms", t.overhead_ms}, {"overhead_mad_ms", tj.overhead_mad_ms},
       {"device_median_ms", SetMedian(t.device_ms, t.sets)}, {"wall_median_ms", SetMedian(t.wall_ms, t.sets)},
       {"prepare_median_ms", Median(t.prepare_ms)}, {"collect_median_ms", Median(t.collect_ms)},
+      {"copy_median_ms", tj.copy_ms.empty() ? 0.0 : Median(tj.copy_ms)},
       {"scan_median_ms", Median(tj.scan_ms)}, {"step_median_ms", Median(tj.step_ms)},
       {"calibration", PythonCalibrationJson(tj.calibration)}, {"fresh_inputs", tj.fresh_inputs},
       {"lock_wait_s", tj.lock_wait_s}};

@@ -99,7 +99,7 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
     }
   // A Python job's timed runs, one by one (its phases are stages): the medians of each step.
   if (const json* t = v.fingerprint.contains("timing") ? &v.fingerprint["timing"] : nullptr; t && t->is_object())
-    for (const char* k : {"prepare_median_ms", "collect_median_ms", "scan_median_ms", "step_median_ms", "wall_median_ms",
+    for (const char* k : {"prepare_median_ms", "collect_median_ms", "copy_median_ms", "scan_median_ms", "step_median_ms", "wall_median_ms",
                           "device_median_ms", "overhead_ms", "lock_wait_s"})
       if (t->contains(k) && (*t)[k].is_number()) j.phases[std::string("per_run_") + k] = (*t)[k];
   if (v.timing) {

@@ -561,6 +561,26 @@ TEST_F(PyTorchTest, GivenPatchedClocksTheVerdictKeepsTheSupervisorsWallClock) {
   EXPECT_GE(twin.timing->median_ms, 0.999 * SupervisorBound(twin));
 }
 
+TEST_F(PyTorchTest, GivenWorkDeferredIntoTheHandOverOfTheOutputsTheUntimedWorkGateCatchesIt) {
+  // forward returns an empty tensor subclass that computes the real result when the worker
+  // first reads it, in the child's hand-over (collect_ms): suspicious on both jobs, while its twin,
+  // doing the same work in forward, is correct. The supervisor's own copy out of the shared
+  // region (copy_ms) is recorded apart.
+  const fs::path cheat = kKb / "candidates" / "12_deferred_output.py";
+  Verdict v = EvalAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+  EXPECT_EQ(v.gate, "untimed_work") << v.message;
+  EXPECT_NE(v.message.find("collecting a timed run's outputs"), std::string::npos) << v.message;
+  Verdict twin = EvalAttack(Twin(cheat));
+  // On a GPU the twin, PyTorch ops only, is no_custom_kernel (gate "kernels"); its timing stays.
+  ASSERT_TRUE(twin.status == VerdictStatus::kCorrect || twin.gate == "kernels") << twin.message;
+  ASSERT_TRUE(twin.timing.has_value());
+  EXPECT_GE(twin.timing->median_ms, 50.0);
+  const nlohmann::json t = twin.fingerprint.value("timing", nlohmann::json::object());
+  EXPECT_TRUE(t.contains("copy_median_ms")) << t.dump();
+  EXPECT_LT(t.value("collect_median_ms", 1e9), 20.0) << t.dump();
+}
+
 TEST_F(PyTorchTest, GivenAnExitHandlerThatRewritesResultJsonItNeverRuns) {
   const fs::path cheat = kKb / "candidates" / "12_atexit_rewrite.py";
   Verdict v = EvalAttack(cheat);

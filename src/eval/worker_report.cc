@@ -172,6 +172,7 @@ Status Read(const json& j, const std::string& path, Calibration* c) {
   KF_RETURN_IF_ERROR(Field(j, path, "overhead_ms", &c->overhead_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "overhead_mad_ms", &c->overhead_mad_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "collect_ms", &c->collect_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "copy_ms", &c->copy_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "prepare_ms", &c->prepare_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "wall_ms", &c->wall_ms));
   return Field(j, path, "device_ms", &c->device_ms);
@@ -183,6 +184,7 @@ Status Read(const json& j, const std::string& path, WorkerTiming* t) {
   KF_RETURN_IF_ERROR(Field(j, path, "host_ms", &t->host_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "wall_ms", &t->wall_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "collect_ms", &t->collect_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "copy_ms", &t->copy_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "prepare_ms", &t->prepare_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "scan_ms", &t->scan_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "step_ms", &t->step_ms));

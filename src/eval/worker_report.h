@@ -66,6 +66,7 @@ struct Calibration {
   double overhead_ms = 0;      // median of (supervisor's wall clock - device time) per null run
   double overhead_mad_ms = 0;  // kforge-worker: its median absolute deviation
   double collect_ms = 0;       // median time to hand over the outputs
+  double copy_ms = 0;          // Python worker: median of the supervisor's copy out of the shared region
   double prepare_ms = 0, wall_ms = 0, device_ms = 0;  // Python worker: medians of the null runs
 };
 
@@ -76,6 +77,10 @@ struct WorkerTiming {
   std::vector<double> wall_ms;     // the supervisor's clock around the call
   std::vector<double> collect_ms;  // the supervisor's clock around the hand-over of outputs
   std::vector<double> prepare_ms;  // Python worker: around the preparation (fresh inputs, flush)
+  // Python worker: its copy of each run's outputs out of the shared region, after the child's
+  // reply (not in collect_ms, which is the child's part of the hand-over; 0 for outputs sent
+  // over the channel).
+  std::vector<double> copy_ms;
   // Python worker: the wait for each run's output scans (digest, NaN/Inf and poison counts) that
   // the next run's prepare did not hide, and each run's whole step, start to start.
   std::vector<double> scan_ms, step_ms;

@@ -52,9 +52,9 @@ json PythonReport() {
     "precision": {"state": {"tf32": false}, "default": {"tf32": false}},
     "timing": {"overhead_ms": 0.1,
                "calibration": {"null_runs": 20, "overhead_ms": 0.1, "wall_ms": 0.2, "device_ms": 0.1,
-                               "prepare_ms": 0.3, "collect_ms": 0.05},
+                               "prepare_ms": 0.3, "collect_ms": 0.05, "copy_ms": 0.7},
                "fresh_inputs": false, "device_ms": [1.0, 1.1], "host_ms": [1.0, 1.1], "wall_ms": [1.2, 1.3],
-               "prepare_ms": [0.3, 0.3], "collect_ms": [0.05, 0.06], "enqueue_ms": [0.04, 0.05],
+               "prepare_ms": [0.3, 0.3], "collect_ms": [0.05, 0.06], "copy_ms": [0.8, 0.9], "enqueue_ms": [0.04, 0.05],
                "sets_used": [0, 0], "seeds": [null, null],
                "magnitudes": [1.0, 1.0], "issues": [], "threads_before": 5, "threads_after": 5,
                "note": "timed runs rotate over the check trials' inputs",
@@ -132,11 +132,13 @@ TEST(WorkerReportTest, GivenAFullPythonReportItParses) {
   const WorkerTiming& t = *r->timing;
   EXPECT_EQ(t.prepare_ms.size(), 2u);
   EXPECT_EQ(t.enqueue_ms, (std::vector<double>{0.04, 0.05}));
+  EXPECT_EQ(t.copy_ms, (std::vector<double>{0.8, 0.9}));
   ASSERT_EQ(t.seeds.size(), 2u);
   EXPECT_FALSE(t.seeds[0]);  // no fresh inputs: no seed
   ASSERT_TRUE(t.calibration);
   EXPECT_EQ(t.calibration->null_runs, 20);
   EXPECT_DOUBLE_EQ(t.calibration->prepare_ms, 0.3);
+  EXPECT_DOUBLE_EQ(t.calibration->copy_ms, 0.7);
   EXPECT_EQ(*t.note, "timed runs rotate over the check trials' inputs");
   ASSERT_TRUE(t.input_hashes_after);
   EXPECT_EQ(t.input_hashes_after->at("0"), std::vector<std::string>{"same"});
