@@ -68,6 +68,7 @@ struct Judgement {
   double median_ms = 0;
   bool wall_bounded = false;     // the median is the supervisor's wall-clock bound, not the device's
   std::string rejudged;          // the gate of a first job that a load-sensitive gate sent back, if one did
+  std::string rejudged_why;      // and that first job's message
 };
 
 // How the timed runs ended: the median's precision when it is known, and the spread. With fewer
@@ -96,6 +97,8 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
     if (w.rfind("judged twice: ", 0) == 0) {
       const size_t by = w.find("by the "), gate = by == std::string::npos ? by : w.find(" gate", by);
       j.rejudged = gate == std::string::npos ? std::string("?") : w.substr(by + 7, gate - by - 7);
+      const size_t open = w.find(" trip ("), close = w.rfind("); this verdict");
+      if (open != std::string::npos && close != std::string::npos && close > open) j.rejudged_why = w.substr(open + 7, close - open - 7);
     }
   // A Python job's timed runs, one by one (its phases are stages): the medians of each step.
   if (const json* t = v.fingerprint.contains("timing") ? &v.fingerprint["timing"] : nullptr; t && t->is_object())
@@ -306,11 +309,16 @@ int Main(int argc, char** argv) {
     int twice_n = 0;
     for (const auto& [gate, n] : rejudged) twice += fmt::format("{}{} by {}", twice.empty() ? "" : ", ", n, gate), twice_n += n;
     fmt::print("distinct  {} of {} judged twice{}\n", twice_n, distinct.size(), twice.empty() ? "" : " (" + twice + ")");
+    // Why, for the first few: which step of which gate a loaded machine tripped.
+    int shown = 0;
+    for (const Judgement& d : distinct)
+      if (!d.rejudged.empty() && shown++ < 5) fmt::print("distinct    first job: {}: {}\n", d.rejudged, d.rejudged_why);
     out["distinct"]["judged_twice"] = rejudged;
     out["distinct"]["each"] = json::array();
     for (const Judgement& d : distinct)
       out["distinct"]["each"].push_back({{"seconds", d.seconds}, {"status", d.status}, {"stages", d.stages}, {"phases", d.phases},
-                                         {"runs", d.runs}, {"median_ms", d.median_ms}, {"judged_twice_by", d.rejudged}});
+                                         {"runs", d.runs}, {"median_ms", d.median_ms}, {"judged_twice_by", d.rejudged},
+                                         {"first_job", d.rejudged_why}});
     out["distinct"]["timed_runs_median"] = Median(runs);
     out["distinct"]["median_ms"] = medians;
     out["distinct"]["wall_bounded"] = bounded;
