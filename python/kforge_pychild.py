@@ -34,6 +34,34 @@ MODEL_SEED = 42  # the seed KernelBench also uses for the model's parameters
 # long, queued first, so that the call's launches are queued before the device reaches them.
 QUEUE_MS = 0.2
 QUEUE_CALIBRATION_CYCLES = 2_000_000  # one spin of about a millisecond, to learn the SM clock
+# The head start's kernel: every thread waits `cycles` SM clock cycles. Launched on every thread
+# slot of every SM (DeviceSpin), it leaves no room for a kernel the candidate queued on a stream
+# of its own: nothing of the candidate's runs beside it, unseen by the start event and by the
+# supervisor's clock. The same kernel as src/backend/cuda/queue.cu (kforge-worker's), in PTX so
+# that this process needs no compiler; the driver compiles it for the device.
+SPIN_PTX = b"""
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry kf_spin(
+	.param .u64 kf_spin_cycles
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b64 	%rd<5>;
+
+	ld.param.u64 	%rd1, [kf_spin_cycles];
+	mov.u64 	%rd2, %clock64;
+$L_spin:
+	mov.u64 	%rd3, %clock64;
+	sub.s64 	%rd4, %rd3, %rd2;
+	setp.lt.s64 	%p1, %rd4, %rd1;
+	@%p1 bra 	$L_spin;
+	ret;
+}
+"""
+SPIN_BLOCK = 512  # threads per block: divides every SM's thread slots (1536, 2048)
 PR_SET_PDEATHSIG = 1
 CHUNK = 1 << 20  # bytes per socket read of a large blob (a multiple of every element size; the digest's piece)
 ELEMENT_SIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
@@ -476,6 +504,46 @@ def check_outputs(outs, expected):
 
 # --- The device: synchronisation, timers, cache flush (child). --------------------------------
 
+class DeviceSpin:
+    """SPIN_PTX through the CUDA driver (ctypes, libcuda), in PyTorch's context, on the current
+    stream, over the whole device: SM count x (thread slots per SM / SPIN_BLOCK) blocks, so
+    every thread slot of every SM is taken until it ends and a kernel of any other stream waits
+    behind it. Raises OSError or RuntimeError where the driver or the module is missing."""
+
+    def __init__(self, torch, index):
+        cuda = None
+        for name in ("libcuda.so.1", "libcuda.so"):
+            try:
+                cuda = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        if cuda is None:
+            raise OSError("libcuda is not loadable")
+        self.cuda, self.torch = cuda, torch
+        torch.cuda.synchronize()  # PyTorch's primary context, current on this thread
+        module, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(SPIN_PTX)), "cuModuleLoadData")
+        self.check(cuda.cuModuleGetFunction(ctypes.byref(fn), module, b"kf_spin"), "cuModuleGetFunction")
+        self.fn, self.module = fn, module
+        props = torch.cuda.get_device_properties(index)
+        slots = int(getattr(props, "max_threads_per_multi_processor", 2048) or 2048)
+        self.blocks = props.multi_processor_count * max(1, slots // SPIN_BLOCK)
+
+    @staticmethod
+    def check(err, what):
+        if err != 0:
+            raise RuntimeError("%s failed (CUresult %d)" % (what, err))
+
+    def __call__(self, cycles):
+        arg = ctypes.c_longlong(int(cycles))
+        params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p))
+        stream = ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        self.check(self.cuda.cuLaunchKernel(self.fn, ctypes.c_uint(self.blocks), ctypes.c_uint(1), ctypes.c_uint(1),
+                                            ctypes.c_uint(SPIN_BLOCK), ctypes.c_uint(1), ctypes.c_uint(1),
+                                            ctypes.c_uint(0), stream, params, None), "cuLaunchKernel (kf_spin)")
+
+
 class Device:
     def __init__(self, spec):
         import torch
@@ -496,34 +564,39 @@ class Device:
             self.llc = cpu_llc_bytes()
         self.flush_buffer = None
         self.queue_cycles, self.queue_ms, self.queue_note = 0, 0.0, None
+        self.spin = None
         self.last_enqueue_ms = None
 
     def set_queue(self, ms):
-        """A timed call on CUDA is queued behind a spin of `ms` on the device (torch.cuda._sleep,
-        a kernel that waits a number of SM clock cycles), so that the events and the call's
-        launches reach the device's queue before it gets to them: the events then time the
-        device's work, not how fast this process's Python and Triton's launcher ran (the launch
-        path of a small Triton kernel was 3 to 10 times the kernel on the H200, and grew with the
-        host's load: kforge_timing_probe.py). Host work of the call beyond the head start still
-        lands between the events; the supervisor's wall clock sees all of it. The cycle count
-        comes from one timed spin here."""
+        """A timed call on CUDA is queued behind a spin of `ms` on the device (DeviceSpin, over
+        every thread slot of every SM), so that the events and the call's launches reach the
+        device's queue before it gets to them: the events then time the device's work, not how
+        fast this process's Python and Triton's launcher ran (the launch path of a small Triton
+        kernel was 3 to 10 times the kernel on the H200, and grew with the host's load:
+        kforge_timing_probe.py). Host work of the call beyond the head start still lands
+        between the events; the supervisor's wall clock sees all of it. The spin takes the
+        whole device because anything running beside it would be seen by neither the events
+        nor that clock (a kernel on a stream of the candidate's own; torch.cuda._sleep, one
+        thread, left the rest of the device to it). The cycle count comes from one timed spin."""
         if not self.cuda or ms <= 0:
             return
         t = self.torch
-        sleep = getattr(t.cuda, "_sleep", None)
-        if sleep is None:
-            self.queue_note = "torch.cuda._sleep is missing in torch %s: timed calls are not queued" % t.__version__
+        try:
+            spin = DeviceSpin(t, self.index)
+            spin(1000)
+            start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            start.record()
+            spin(QUEUE_CALIBRATION_CYCLES)
+            end.record()
+            end.synchronize()
+        except (OSError, RuntimeError, AttributeError) as e:
+            self.queue_note = "the head start's kernel did not run (%s): timed calls are not queued" % e
             return
-        sleep(1000)
-        start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-        start.record()
-        sleep(QUEUE_CALIBRATION_CYCLES)
-        end.record()
-        end.synchronize()
         spun = start.elapsed_time(end)
         if spun <= 0:
             self.queue_note = "the calibration spin took no time: timed calls are not queued"
             return
+        self.spin = spin
         self.queue_cycles = max(1, int(ms * QUEUE_CALIBRATION_CYCLES / spun))
         self.queue_ms = ms
 
@@ -580,7 +653,7 @@ class Device:
         if self.cuda:
             start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
             if queued and self.queue_cycles:
-                t.cuda._sleep(self.queue_cycles)
+                self.spin(self.queue_cycles)
             h0 = time.perf_counter()
             start.record()
             out = fn()

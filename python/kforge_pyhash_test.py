@@ -378,5 +378,30 @@ class FileSinkTest(unittest.TestCase):
         self.assertEqual(self.write(data[:piece], []), self.digest_by_definition(data[:piece]))
 
 
+
+class SpinPtxTest(unittest.TestCase):
+    """The head start's kernel (SPIN_PTX) is plain PTX the driver compiles: ptxas, where the CUDA
+    toolkit is installed, must accept it for the GPUs kforge runs on (no GPU needed)."""
+
+    def test_ptxas_accepts_the_spin_for_ampere_and_hopper(self):
+        import shutil
+        import subprocess
+        import tempfile
+        ptxas = shutil.which("ptxas") or next((p for p in ("/usr/local/cuda/bin/ptxas",) if os.path.exists(p)), None)
+        if ptxas is None:
+            self.skipTest("no ptxas here (the CUDA toolkit is not installed)")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "spin.ptx")
+            with open(path, "wb") as f:
+                f.write(kforge_pychild.SPIN_PTX)
+            for arch in ("sm_80", "sm_90"):
+                r = subprocess.run([ptxas, "-arch=" + arch, "-v", path, "-o", os.devnull], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("kf_spin", r.stderr)
+                # Few registers: every thread slot of an SM can hold a block of SPIN_BLOCK threads.
+                regs = int(r.stderr.split("Used ")[1].split(" registers")[0])
+                self.assertLessEqual(regs * 2048, 65536, r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

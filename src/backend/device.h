@@ -50,12 +50,17 @@ struct LaunchArgs {
   std::vector<LaunchAttr> attrs;
   BufferId scratch = -1;  // -1: none
   int64_t scratch_bytes = 0;
+  // Behind the device's head start (SetQueue): the worker's timed and null runs.
+  bool queued = false;
 };
 
 // One timed launch.
 struct LaunchTiming {
   double device_ms = 0;  // the device's timer (OpenCL markers; the host clock on the CPU)
   double host_ms = 0;    // host wall clock around launch and synchronize
+  // A queued launch behind a head start: the host's time from the start event to the end
+  // event (the launch path the head start had to cover); -1 otherwise.
+  double enqueue_ms = -1;
 };
 
 // Measured (achievable) device limits: they give SOL%. The speed-of-light gate uses the
@@ -87,6 +92,16 @@ class Device {
   // Evicts the device's caches by writing a buffer twice the last-level cache.
   virtual Status FlushCaches() = 0;
   virtual Status Synchronize() = 0;
+  // A head start of about `ms` before each queued launch (LaunchArgs::queued): the device is
+  // kept busy while the host records the start event and the candidate's launches, so that the
+  // device timer measures the device's work and not the host's launch path. The device says in
+  // its Fingerprint() what it set ("queue_ms") or why it set none ("queue_note"). Devices
+  // without one (the default) ignore it: their timers do not start before the work is queued,
+  // or they have no queue (the CPU).
+  virtual Status SetQueue(double ms) {
+    (void)ms;
+    return Status::Ok();
+  }
 
   // Loads the candidate. Fails with a message when the library or entry point is missing.
   virtual Status Load(const KernelSpec& spec) = 0;

@@ -43,8 +43,24 @@ namespace {
 // their key, so that a change of the statistic retimes them rather than comparing a new median
 // with an old one. (What a run does, the cache flush included, is in the key as the worker's
 // digest and the device's fingerprint.)
-// The device's head start before a Python job's timed call on CUDA, ms (PythonTimingPlan).
-constexpr double kPythonQueueMs = 0.2;
+// The device's head start before each timed and null run on CUDA, ms, for Python jobs and
+// kforge-worker alike (QueueMs).
+constexpr double kQueueMs = 0.2;
+
+// kQueueMs, or KFORGE_QUEUE_MS's value (0: none, to compare with and without it); a bad value is
+// said once and ignored.
+double QueueMs() {
+  if (const char* env = std::getenv("KFORGE_QUEUE_MS"); env && *env) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end != env && *end == '\0' && v >= 0 && v <= 10) return v;
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::fprintf(stderr, "kforge: KFORGE_QUEUE_MS=%s is not a number of milliseconds from 0 to 10; using %g\n", env, kQueueMs);
+    });
+  }
+  return kQueueMs;
+}
 constexpr const char* kTimingStatistic =
     "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker";
 
@@ -199,6 +215,7 @@ class Evaluation {
   Status ReadPyTorchReference(const WorkerRun& run, const std::vector<std::map<std::string, int64_t>>& sizes_of);
   Result<bool> RunPythonCandidate();
   Result<bool> CheckPythonTiming(const WorkerRun& run);
+  void NoteHeadStart(const WorkerTiming& tj);
   bool CheckPythonClocks(const PythonTiming& t);
   bool CheckSupervisorClock(const WorkerTiming& tj, const TimingStats& stats);
   void WarnIfWallBounded(const TimingStats& stats);
@@ -481,6 +498,7 @@ TimingPlan Evaluation::PlanTiming(size_t sets) const {
   // from: native candidates there are timed on the check sets, and every sampled timed output
   // is compared with that set's reference.
   plan.fresh_inputs = !pytorch_;
+  plan.queue_ms = QueueMs();  // devices without a queue (the CPU) ignore it
   return plan;
 }
 
@@ -811,6 +829,7 @@ Result<bool> Evaluation::CheckTiming(const WorkerRun& run) {
   const WorkerTiming& tj = *run.report.timing;
   TimingStats stats = TimingFromWorker(tj);
   verdict_.timing = stats;
+  NoteHeadStart(tj);
   if (!tj.issues.empty()) {
     Finish(VerdictStatus::kWrongOutput, tj.issues[0], "timed_output");
     return false;
@@ -1210,20 +1229,7 @@ std::string Evaluation::PythonLockFile() const {
 // queue_ms: the device's head start before each timed call on CUDA (docs/python-worker.md,
 // "Timed runs"); KFORGE_QUEUE_MS sets another, 0 none (to compare with and without it).
 json Evaluation::PythonTimingPlan(size_t sets) const {
-  double queue_ms = kPythonQueueMs;
-  if (const char* env = std::getenv("KFORGE_QUEUE_MS"); env && *env) {
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    if (end != env && *end == '\0' && v >= 0 && v <= 10) {
-      queue_ms = v;
-    } else {
-      static std::once_flag said;
-      std::call_once(said, [&] {
-        std::fprintf(stderr, "kforge: KFORGE_QUEUE_MS=%s is not a number of milliseconds from 0 to 10; using %g\n", env,
-                     kPythonQueueMs);
-      });
-    }
-  }
+  const double queue_ms = QueueMs();
   return {{"sets", sets > 1 ? json{0, 1} : json{0}}, {"warmup_runs", 3}, {"warmup_ms", 30},
           {"min_runs", options_.min_runs}, {"max_runs", options_.max_runs}, {"budget_ms", options_.budget_ms},
           {"cv_target", options_.cv_target}, {"precision_target", options_.precision_target}, {"flush", true},
@@ -1578,19 +1584,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
       {"scan_median_ms", Median(tj.scan_ms)}, {"step_median_ms", Median(tj.step_ms)},
       {"calibration", PythonCalibrationJson(tj.calibration)}, {"fresh_inputs", tj.fresh_inputs},
       {"lock_wait_s", tj.lock_wait_s}};
-  // The device's head start (docs/python-worker.md "Timed runs"): where the call's launches took
-  // the host longer than that, the device idled between the events and the device times
-  // include the host's launch path.
-  const double queue_ms = verdict_.fingerprint.value("device", json::object()).value("queue_ms", 0.0);
-  if (!tj.enqueue_ms.empty()) {
-    const double enqueue = Median(tj.enqueue_ms);
-    verdict_.fingerprint["timing"]["enqueue_median_ms"] = enqueue;
-    if (queue_ms > 0 && enqueue > queue_ms)
-      verdict_.warnings.push_back(fmt::format(
-          "the call's launches took the host {:.3f} ms (median), more than the device's {:.3f} ms head start: its device "
-          "times include host time between launches",
-          enqueue, queue_ms));
-  }
+  NoteHeadStart(tj);
   if (tj.note) verdict_.warnings.push_back(*tj.note);
   if (!tj.issues.empty()) {
     Finish(VerdictStatus::kWrongOutput, tj.issues[0], "timed_output");
@@ -1610,6 +1604,22 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
   if (!CheckSupervisorClock(tj, *verdict_.timing) || !CheckPythonClocks(t)) return false;
   WarnIfWallBounded(*verdict_.timing);
   return true;
+}
+
+// The device's head start (docs/evaluation.md, "Timed runs"): where the call's launches took
+// the host longer than that, the device idled between the events and the device times include
+// the host's launch path. Both workers.
+void Evaluation::NoteHeadStart(const WorkerTiming& tj) {
+  if (tj.enqueue_ms.empty()) return;
+  const double queue_ms = verdict_.fingerprint.value("device", json::object()).value("queue_ms", 0.0);
+  const double enqueue = Median(tj.enqueue_ms);
+  if (!verdict_.fingerprint.contains("timing") || !verdict_.fingerprint["timing"].is_object()) verdict_.fingerprint["timing"] = json::object();
+  verdict_.fingerprint["timing"]["enqueue_median_ms"] = enqueue;
+  if (queue_ms > 0 && enqueue > queue_ms)
+    verdict_.warnings.push_back(fmt::format(
+        "the call's launches took the host {:.3f} ms (median), more than the device's {:.3f} ms head start: its device "
+        "times include host time between launches",
+        enqueue, queue_ms));
 }
 
 // Work that escapes the child's timers shows as supervisor time: wall time far above the device

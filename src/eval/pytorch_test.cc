@@ -683,6 +683,27 @@ TEST_F(PyTorchTest, GivenATritonCandidateOnAGpuItsTimedCallsAreQueuedBehindAHead
   EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));
 }
 
+// The head start is queued before the start event: a kernel on a stream of the candidate's own
+// must not run beside it, unseen by the events and by the supervisor's clock. The spin takes
+// every thread slot of every SM (DeviceSpin), so that work waits behind it.
+TEST_F(PyTorchTest, GivenATritonKfRunWorkingOnASideStreamInTheHeadStartsShadowItIsStillTimed) {
+  if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
+  const std::string device = std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu";
+  if (device.rfind("cuda", 0) != 0) GTEST_SKIP() << "the head start is a spin on a CUDA device; the device is " << device;
+  const fs::path cheat = kData / "exploits_triton" / "side_stream_shadow.py";
+  Verdict twin = EvalTritonAttack(Twin(cheat), 6);
+  ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  EXPECT_GT(twin.fingerprint["device"].value("queue_ms", 0.0), 0.0) << twin.fingerprint["device"].dump();
+  Verdict v = EvalTritonAttack(cheat, 6);
+  ASSERT_TRUE(v.timing && twin.timing) << v.message;
+  if (v.status == VerdictStatus::kCorrect) {
+    EXPECT_GT(v.timing->median_ms, 0.5 * twin.timing->median_ms) << "honest twin " << twin.timing->median_ms << " ms";
+  } else {
+    EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+    EXPECT_TRUE(v.gate == "supervisor_clock" || v.gate == "host_time" || v.gate == "untimed_work") << v.gate << ": " << v.message;
+  }
+}
+
 // A candidate's Triton cache is its own (python_worker.cc, CandidateCompileCache): what one
 // plants there no candidate of other source sees; a later job of the same source does.
 TEST_F(PyTorchTest, GivenACandidatePlantingInItsTritonCacheNoOtherCandidateSeesItAndItsOwnNextJobDoes) {

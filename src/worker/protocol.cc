@@ -102,7 +102,7 @@ json TimingPlanToJson(const TimingPlan& t) {
           {"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"budget_ms", t.budget_ms},
           {"cv_target", t.cv_target}, {"precision_target", t.precision_target}, {"flush", t.flush}, {"fresh_inputs", t.fresh_inputs},
           {"timed_checks", t.timed_checks}, {"calibration_runs", t.calibration_runs},
-          {"reference_finite", t.reference_finite}, {"degenerate", t.degenerate}};
+          {"reference_finite", t.reference_finite}, {"degenerate", t.degenerate}, {"queue_ms", t.queue_ms}};
 }
 
 Result<Job> JobFromJson(const json& j) {
@@ -139,6 +139,8 @@ Result<Job> JobFromJson(const json& j) {
       p.calibration_runs = t.value("calibration_runs", p.calibration_runs);
       p.reference_finite = t.value("reference_finite", p.reference_finite);
       p.degenerate = t.value("degenerate", p.degenerate);
+      p.queue_ms = t.value("queue_ms", p.queue_ms);
+      if (!(p.queue_ms >= 0 && p.queue_ms <= 10)) return Status::InvalidArgument("timing.queue_ms must be 0 to 10 ms");
       job.timing = p;
     }
     for (int s : job.checks)

@@ -67,6 +67,9 @@ struct TimingPlan {
   int calibration_runs = 12;     // null runs that measure the supervisor's round trip
   bool reference_finite = true;  // the check references had no NaN/Inf: timed outputs must not either
   bool degenerate = false;       // outputs may repeat across inputs (constant references)
+  // The device's head start before each timed and null run, ms (Device::SetQueue): the run's
+  // launches reach the device's queue before it gets to them. 0: none.
+  double queue_ms = 0;
 };
 
 struct Job {

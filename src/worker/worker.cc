@@ -188,6 +188,8 @@ Result<json> Child::Open() {
   const DeviceFactory* factory = FindDeviceFactory(job_.backend);
   if (!factory) return Status::InvalidArgument("backend " + job_.backend + " does not run in kforge-worker");
   KF_ASSIGN_OR_RETURN(device_, factory->open(job_.device));
+  // The head start of timed and null runs (Go), before the fingerprint that says what was set.
+  if (job_.timing && job_.timing->queue_ms > 0) KF_RETURN_IF_ERROR(device_->SetQueue(job_.timing->queue_ms));
   return json{{"fingerprint", device_->Fingerprint()}, {"llc_bytes", device_->LastLevelCacheBytes()}};
 }
 
@@ -553,8 +555,12 @@ Result<json> Child::Go(bool null) {
   if (prepared_ < 0) return Status::InvalidArgument("nothing prepared");
   if (!null && !loaded_) return Status::InvalidArgument("nothing loaded");
   if (null && loaded_) return Status::InvalidArgument("null runs come before the candidate is loaded");
-  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(Args(prepared_)));  // unloaded: times nothing
-  return json{{"device_ms", t.device_ms}, {"host_ms", t.host_ms}};
+  LaunchArgs args = Args(prepared_);
+  args.queued = true;
+  KF_ASSIGN_OR_RETURN(LaunchTiming t, device_->Launch(args));  // unloaded: times nothing
+  json reply = {{"device_ms", t.device_ms}, {"host_ms", t.host_ms}};
+  if (t.enqueue_ms >= 0) reply["enqueue_ms"] = t.enqueue_ms;
+  return reply;
 }
 
 // The last run's outputs, and whether its inputs still hold what was drawn.
@@ -927,7 +933,7 @@ Status Supervisor::Timing() {
   json warm = {{"op", "warmup"}, {"sets", plan.sets}, {"runs", plan.warmup_runs}, {"ms", plan.warmup_ms}};
   if (!Call("warm-up", warm).ok()) return Status::Ok();
   int threads_before = ChildThreads();
-  std::vector<double> device_ms, host_ms, wall_ms, collect_ms;
+  std::vector<double> device_ms, host_ms, wall_ms, collect_ms, enqueue_ms;
   std::vector<int> used;
   std::vector<uint64_t> seeds;
   json issues = json::array();
@@ -980,6 +986,7 @@ Status Supervisor::Timing() {
     if (m->blob.size() != OutputBytes(in)) return Fail(stage, "the candidate's process sent outputs of the wrong size");
     device_ms.push_back(ran->head.value("device_ms", 0.0));
     host_ms.push_back(ran->head.value("host_ms", 0.0));
+    if (ran->head.contains("enqueue_ms") && ran->head["enqueue_ms"].is_number()) enqueue_ms.push_back(ran->head["enqueue_ms"].get<double>());
     wall_ms.push_back(wall);
     collect_ms.push_back(collect);
     used.push_back(set);
@@ -1046,6 +1053,7 @@ Status Supervisor::Timing() {
   json timing = {{"device_ms", device_ms}, {"host_ms", host_ms}, {"wall_ms", wall_ms}, {"collect_ms", collect_ms}, {"sets_used", used},
                  {"seeds", seeds}, {"fresh_inputs", plan.fresh_inputs}, {"issues", issues},
                  {"samples", sample_json}, {"threads_before", threads_before}, {"threads_after", ChildThreads()}};
+  if (!enqueue_ms.empty()) timing["enqueue_ms"] = enqueue_ms;  // behind the device's head start (Device::SetQueue)
   if (result_.contains("calibration")) {
     timing["overhead_ms"] = result_["calibration"]["overhead_ms"];
     timing["overhead_mad_ms"] = result_["calibration"]["overhead_mad_ms"];

@@ -35,6 +35,14 @@ const char kPeaksPtx[] =
 const char kDigestPtx[] =
 #include "backend/cuda/digest.ptx.inc"
     ;
+// PTX of queue.cu, or "" when nvcc was not found at build time.
+const char kQueuePtx[] =
+#include "backend/cuda/queue.ptx.inc"
+    ;
+// One spin of about a millisecond at H100/H200 clocks, to learn the SM clock (SetQueue).
+constexpr long long kQueueCalibrationCycles = 2000000;
+// Threads per block of the spin: divides every SM's thread slots (1536, 2048).
+constexpr unsigned kSpinBlock = 512;
 
 double NowMs() {
   return std::chrono::duration<double, std::milli>(
@@ -60,6 +68,8 @@ class CudaDevice : public Device {
   Result<std::string> Digest(BufferId b, size_t bytes) override;
   Status FlushCaches() override;
   Status Synchronize() override { return Check(api_.CtxSynchronize(), "cuCtxSynchronize"); }
+  Status SetQueue(double ms) override;
+  Status Spin(long long cycles);
   Status Load(const KernelSpec& spec) override;
   Result<int64_t> ScratchBytes(const LaunchArgs& args) override;
   Result<LaunchTiming> Launch(const LaunchArgs& args) override;
@@ -108,6 +118,10 @@ class CudaDevice : public Device {
   cu::Function digest_ = nullptr;  // kf_digest, loaded on first use
   bool digest_tried_ = false;
   BufferId digest_sums_ = -1;
+  cu::Function spin_ = nullptr;  // kf_spin (queue.cu), loaded by SetQueue
+  long long queue_cycles_ = 0;   // the head start in SM cycles; 0: none
+  double queue_ms_ = 0;
+  std::string queue_note_;       // why there is none, when one was asked for
   char error_[16384] = {};
   std::unique_ptr<cupti::KernelRecorder> recorder_;  // armed for one launch, else null
 };
@@ -141,7 +155,7 @@ nlohmann::json CudaDevice::Fingerprint() {
   size_t mem = 0;
   api_.DeviceTotalMem(&mem, device_);
   int major = Attr(cu::kAttrComputeMajor), minor = Attr(cu::kAttrComputeMinor);
-  return {{"kind", "gpu"},
+  nlohmann::json fp = {{"kind", "gpu"},
           {"name", name},
           {"vendor", "NVIDIA"},
           {"arch", "sm_" + std::to_string(major) + std::to_string(minor)},
@@ -155,7 +169,54 @@ nlohmann::json CudaDevice::Fingerprint() {
           {"max_persisting_l2_bytes", Attr(cu::kAttrMaxPersistingL2Bytes)},
           {"global_mem_bytes", mem},
           {"pci_bus", Attr(cu::kAttrPciBusId)},
-          {"device_index", index_}};
+          {"device_index", index_},
+          {"queue_ms", queue_ms_}};
+  if (!queue_note_.empty()) fp["queue_note"] = queue_note_;
+  return fp;
+}
+
+// The spin's cycle count for `ms` comes from one timed spin of kQueueCalibrationCycles.
+Status CudaDevice::SetQueue(double ms) {
+  queue_cycles_ = 0, queue_ms_ = 0, queue_note_.clear();
+  if (ms <= 0) return Status::Ok();
+  if (!spin_) {
+    cu::Module module = nullptr;
+    if (!kQueuePtx[0]) {
+      queue_note_ = "this kforge-worker was built without nvcc (no queue.cu PTX): timed launches are not queued";
+      return Status::Ok();
+    }
+    if (api_.ModuleLoadData(&module, kQueuePtx) != cu::kSuccess || api_.ModuleGetFunction(&spin_, module, "kf_spin") != cu::kSuccess) {
+      spin_ = nullptr;
+      queue_note_ = "the head start's kernel (queue.cu) did not load: timed launches are not queued";
+      return Status::Ok();
+    }
+  }
+  KF_RETURN_IF_ERROR(Check(api_.CtxSetCurrent(ctx_), "cuCtxSetCurrent"));
+  float spun = 0;
+  for (long long cycles : {1000LL, kQueueCalibrationCycles}) {  // the first loads the kernel
+    KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "cuEventRecord"));
+    KF_RETURN_IF_ERROR(Spin(cycles));
+    KF_RETURN_IF_ERROR(Check(api_.EventRecord(end_, stream_), "cuEventRecord"));
+    KF_RETURN_IF_ERROR(Synchronize());
+    KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&spun, start_, end_), "cuEventElapsedTime"));
+  }
+  if (spun <= 0) {
+    queue_note_ = "the calibration spin took no time: timed launches are not queued";
+    return Status::Ok();
+  }
+  queue_cycles_ = std::max(1LL, static_cast<long long>(ms * static_cast<double>(kQueueCalibrationCycles) / spun));
+  queue_ms_ = ms;
+  return Status::Ok();
+}
+
+// kf_spin on every thread slot of every SM: a kernel of any other stream (one the candidate
+// made) waits behind it instead of running beside it, unseen by the start event and by the
+// supervisor's clock.
+Status CudaDevice::Spin(long long cycles) {
+  void* params[] = {&cycles};
+  const unsigned slots = static_cast<unsigned>(std::max(Attr(cu::kAttrMaxThreadsPerSm), static_cast<int>(kSpinBlock)));
+  const unsigned blocks = static_cast<unsigned>(std::max(Attr(cu::kAttrSmCount), 1)) * (slots / kSpinBlock);
+  return Check(api_.LaunchKernel(spin_, blocks, 1, 1, kSpinBlock, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel (kf_spin)");
 }
 
 Result<BufferId> CudaDevice::Alloc(size_t bytes) {
@@ -302,12 +363,17 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   error_[0] = '\0';
   KF_RETURN_IF_ERROR(Check(api_.CtxSetCurrent(ctx_), "cuCtxSetCurrent"));
   cupti::KernelRecorder* rec = recorder_ && recorder_->active() ? recorder_.get() : nullptr;
+  // The head start goes in before the start event (never in a recorded launch: the record holds
+  // the candidate's kernels only).
+  const bool queued = args.queued && queue_cycles_ > 0 && !rec;
+  if (queued) KF_RETURN_IF_ERROR(Spin(queue_cycles_));
   double h0 = NowMs();
   if (rec) rec->MarkStart();
   KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "cuEventRecord"));
   int rc = run_ ? run_(&c.args) : 0;  // nothing loaded: a null run (the worker's calibration)
   if (rec) rec->MarkReturned();
   cu::Result_t recorded = api_.EventRecord(end_, stream_);
+  const double enqueued = NowMs();
   cu::Result_t synced = api_.CtxSynchronize();  // device-wide: side streams finish too
   double h1 = NowMs();
   if (rec) rec->MarkSynced();
@@ -320,7 +386,7 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   KF_RETURN_IF_ERROR(Check(recorded, "cuEventRecord"));
   float ms = 0;
   KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&ms, start_, end_), "cuEventElapsedTime"));
-  return LaunchTiming{ms, h1 - h0};
+  return LaunchTiming{ms, h1 - h0, queued ? enqueued - h0 : -1.0};
 }
 
 // CUPTI is enabled here and disabled in Stop: only the one recorded launch is traced, never a

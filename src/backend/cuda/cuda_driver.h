@@ -36,6 +36,7 @@ constexpr int kAttrPciBusId = 33;
 constexpr int kAttrMemoryClockKhz = 36;
 constexpr int kAttrMemoryBusWidth = 37;
 constexpr int kAttrL2CacheBytes = 38;
+constexpr int kAttrMaxThreadsPerSm = 39;
 constexpr int kAttrComputeMajor = 75;
 constexpr int kAttrComputeMinor = 76;
 constexpr int kAttrMaxPersistingL2Bytes = 108;

@@ -277,6 +277,24 @@ TEST_F(CudaEvalTest, GivenAPatchedEventTimerTheSupervisorsClockDecides) {
   }
 }
 
+// The device's head start (CudaDevice::SetQueue) is queued before the start event: work of the
+// candidate's on a stream of its own must not run beside it, unseen by the events and by the
+// supervisor's clock. The spin takes every thread slot, so that work waits behind it.
+TEST_F(CudaEvalTest, GivenWorkOnASideStreamInTheHeadStartsShadowItIsStillTimed) {
+  Verdict twin = Eval("shadow_twin", 60, "exploits_cuda");
+  ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+  EXPECT_GT(twin.fingerprint["device"].value("queue_ms", 0.0), 0.0) << twin.fingerprint["device"].dump();
+  ASSERT_TRUE(twin.fingerprint.contains("timing") && twin.fingerprint["timing"].contains("enqueue_median_ms")) << twin.fingerprint.dump();
+  Verdict v = Eval("shadow_side_stream", 60, "exploits_cuda");
+  ASSERT_TRUE(v.timing.has_value()) << v.message;
+  if (v.status == VerdictStatus::kCorrect) {
+    EXPECT_GT(v.timing->median_ms, 0.5 * twin.timing->median_ms) << "twin " << twin.timing->median_ms << " ms";
+  } else {
+    EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
+    EXPECT_TRUE(v.gate == "supervisor_clock" || v.gate == "host_time") << v.gate << ": " << v.message;
+  }
+}
+
 TEST_F(CudaEvalTest, GivenSanitizeTheMemcheckReportIsInTheVerdict) {
   sanitize_ = true;
   Verdict v = Eval("control_good");
