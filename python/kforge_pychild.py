@@ -510,9 +510,9 @@ class DeviceSpin:
     every thread slot of every SM is taken until it ends and a kernel of any other stream waits
     behind it. Raises OSError or RuntimeError where the driver or the module is missing."""
 
-    def __init__(self, torch, index):
-        cuda = None
-        for name in ("libcuda.so.1", "libcuda.so"):
+    def __init__(self, torch, index, cuda=None):
+        """`cuda`: the driver library (a fake in tests); found here when None."""
+        for name in () if cuda is not None else ("libcuda.so.1", "libcuda.so"):
             try:
                 cuda = ctypes.CDLL(name)
                 break

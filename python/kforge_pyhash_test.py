@@ -3,6 +3,7 @@ PyTorch: each distinct value is hashed once, however many tensor objects show it
 
 Run: /usr/bin/python3 -m unittest kforge_pyhash_test (from python/), or ctest -R PyHashTest.
 """
+import ctypes
 import hashlib
 import os
 import types
@@ -401,6 +402,68 @@ class SpinPtxTest(unittest.TestCase):
                 # Few registers: every thread slot of an SM can hold a block of SPIN_BLOCK threads.
                 regs = int(r.stderr.split("Used ")[1].split(" registers")[0])
                 self.assertLessEqual(regs * 2048, 65536, r.stderr)
+
+
+
+class FakeDriver:
+    """libcuda's three calls DeviceSpin makes, recorded; `fail`: the call that returns an error."""
+
+    def __init__(self, fail=None):
+        self.calls, self.fail = [], fail
+
+    def result(self, name):
+        self.calls.append(name)
+        return 700 if name == self.fail else 0
+
+    def cuModuleLoadData(self, module, image):
+        self.ptx = image.value
+        module._obj.value = 0x1000
+        return self.result("cuModuleLoadData")
+
+    def cuModuleGetFunction(self, fn, module, name):
+        self.module, self.name = module.value, name
+        fn._obj.value = 0x2000
+        return self.result("cuModuleGetFunction")
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launch = {"fn": fn.value, "grid": (gx.value, gy.value, gz.value), "block": (bx.value, by.value, bz.value),
+                       "shared": shared.value, "stream": stream.value, "extra": extra,
+                       "cycles": ctypes.cast(params[0], ctypes.POINTER(ctypes.c_longlong)).contents.value}
+        return self.result("cuLaunchKernel")
+
+
+def fake_torch(sms, slots, stream):
+    props = types.SimpleNamespace(multi_processor_count=sms, max_threads_per_multi_processor=slots)
+    cuda = types.SimpleNamespace(synchronize=lambda: None, get_device_properties=lambda index: props,
+                                 current_stream=lambda: types.SimpleNamespace(cuda_stream=stream))
+    return types.SimpleNamespace(cuda=cuda)
+
+
+class DeviceSpinTest(unittest.TestCase):
+    """The head start's launch through the driver, against a fake libcuda: the module from
+    SPIN_PTX, kf_spin over every thread slot of every SM, on PyTorch's current stream."""
+
+    def test_the_spin_takes_every_thread_slot_of_every_sm_on_the_current_stream(self):
+        for sms, slots, blocks in ((132, 2048, 132 * 4), (84, 1536, 84 * 3)):
+            driver = FakeDriver()
+            spin = kforge_pychild.DeviceSpin(fake_torch(sms, slots, 0xBEEF), 0, cuda=driver)
+            spin(123456)
+            self.assertEqual(driver.ptx, kforge_pychild.SPIN_PTX)
+            self.assertEqual((driver.module, driver.name), (0x1000, b"kf_spin"))
+            launch = driver.launch
+            self.assertEqual(launch["fn"], 0x2000)
+            self.assertEqual(launch["grid"], (blocks, 1, 1))
+            self.assertEqual(launch["block"], (kforge_pychild.SPIN_BLOCK, 1, 1))
+            self.assertEqual(launch["grid"][0] * launch["block"][0], sms * slots)  # every thread slot
+            self.assertEqual((launch["shared"], launch["stream"], launch["extra"]), (0, 0xBEEF, None))
+            self.assertEqual(launch["cycles"], 123456)
+
+    def test_a_driver_error_is_raised_for_set_queue_to_report(self):
+        with self.assertRaisesRegex(RuntimeError, "cuModuleLoadData failed"):
+            kforge_pychild.DeviceSpin(fake_torch(132, 2048, 0), 0, cuda=FakeDriver(fail="cuModuleLoadData"))
+        spin = kforge_pychild.DeviceSpin(fake_torch(132, 2048, 0), 0, cuda=FakeDriver(fail="cuLaunchKernel"))
+        with self.assertRaisesRegex(RuntimeError, "cuLaunchKernel"):
+            spin(1000)
 
 
 if __name__ == "__main__":
