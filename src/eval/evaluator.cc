@@ -43,6 +43,9 @@ namespace {
 // their key, so that a change of the statistic retimes them rather than comparing a new median
 // with an old one. (What a run does, the cache flush included, is in the key as the worker's
 // digest and the device's fingerprint.)
+constexpr const char* kTimingStatistic =
+    "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker";
+
 // The device's head start before each timed and null run on CUDA, ms, for Python jobs and
 // kforge-worker alike (QueueMs).
 constexpr double kQueueMs = 0.2;
@@ -61,8 +64,6 @@ double QueueMs() {
   }
   return kQueueMs;
 }
-constexpr const char* kTimingStatistic =
-    "mean of per-set medians of device times, at least the wall-clock median less overhead and tolerance, every worker";
 
 struct Trial {
   BoundProblem bound;

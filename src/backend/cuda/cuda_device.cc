@@ -119,6 +119,7 @@ class CudaDevice : public Device {
   bool digest_tried_ = false;
   BufferId digest_sums_ = -1;
   cu::Function spin_ = nullptr;  // kf_spin (queue.cu), loaded by SetQueue
+  unsigned spin_blocks_ = 0;     // its grid: every thread slot of every SM (SetQueue)
   long long queue_cycles_ = 0;   // the head start in SM cycles; 0: none
   double queue_ms_ = 0;
   std::string queue_note_;       // why there is none, when one was asked for
@@ -192,6 +193,8 @@ Status CudaDevice::SetQueue(double ms) {
     }
   }
   KF_RETURN_IF_ERROR(Check(api_.CtxSetCurrent(ctx_), "cuCtxSetCurrent"));
+  const unsigned slots = static_cast<unsigned>(std::max(Attr(cu::kAttrMaxThreadsPerSm), static_cast<int>(kSpinBlock)));
+  spin_blocks_ = static_cast<unsigned>(std::max(Attr(cu::kAttrSmCount), 1)) * (slots / kSpinBlock);
   float spun = 0;
   for (long long cycles : {1000LL, kQueueCalibrationCycles}) {  // the first loads the kernel
     Status s = Check(api_.EventRecord(start_, stream_), "cuEventRecord");
@@ -218,9 +221,7 @@ Status CudaDevice::SetQueue(double ms) {
 // supervisor's clock.
 Status CudaDevice::Spin(long long cycles) {
   void* params[] = {&cycles};
-  const unsigned slots = static_cast<unsigned>(std::max(Attr(cu::kAttrMaxThreadsPerSm), static_cast<int>(kSpinBlock)));
-  const unsigned blocks = static_cast<unsigned>(std::max(Attr(cu::kAttrSmCount), 1)) * (slots / kSpinBlock);
-  return Check(api_.LaunchKernel(spin_, blocks, 1, 1, kSpinBlock, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel (kf_spin)");
+  return Check(api_.LaunchKernel(spin_, spin_blocks_, 1, 1, kSpinBlock, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel (kf_spin)");
 }
 
 Result<BufferId> CudaDevice::Alloc(size_t bytes) {
