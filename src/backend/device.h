@@ -89,6 +89,14 @@ class Device {
   // formula of kforge_pychild.py's device_digest); "" when this device has none, and the worker
   // reads b back and hashes it on the host instead. Compared only with digests of this device.
   virtual Result<std::string> Digest(BufferId b, size_t bytes) { return std::string(); }
+  // b's bytes in this process's memory, where the device's buffers are host memory (the CPU):
+  // the worker draws fresh inputs into them and hashes them there, with no copy through a
+  // staging buffer. Counts as a touch for the next FlushCaches(). nullptr (the default) for
+  // devices with memory of their own: the worker writes and reads b instead.
+  virtual char* HostMemory(BufferId b) {
+    (void)b;
+    return nullptr;
+  }
   // Evicts the device's caches by writing a buffer twice the last-level cache.
   virtual Status FlushCaches() = 0;
   virtual Status Synchronize() = 0;

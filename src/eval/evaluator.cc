@@ -759,9 +759,14 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedRef
   for (const TimedSample& s : samples) {
     if (s.set < 0 || s.set >= static_cast<int>(trials_.size()))
       return Status::Internal("the worker reported a timed run of an unknown set (" + std::to_string(s.set) + ")");
-    Trial t = trials_[s.set];
+    // The set's sizes and magnitude, not its inputs or reference (tens of MB each to copy): the
+    // inputs are drawn by the reference job itself from the seed, nothing to write and read.
+    const Trial& set = trials_[s.set];
+    Trial t;
+    t.bound = set.bound;
+    t.magnitude = set.magnitude;
+    t.hidden = set.hidden;
     t.seed = s.seed.value_or(0);  // CheckTimedSamples: every sample of fresh inputs has one
-    t.inputs.clear();  // drawn by the reference job itself from the seed: nothing to write and read
     timed.push_back(std::move(t));
   }
   auto t0 = std::chrono::steady_clock::now();
