@@ -648,11 +648,16 @@ class Device:
         child's own clocks: the supervisor's wall clock is the trusted one. returned(), when
         given, runs the moment fn returns, before anything waits for the device. `queued`: behind
         the head start of set_queue (timed and null runs); last_enqueue_ms is then the host's
-        time from the first event to the last."""
+        time from the first event to the last, and host_ms leaves out the head start's own time
+        on the device (from an event before the spin to the start event), as if nothing had
+        been queued."""
         t = self.torch
         if self.cuda:
             start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            head, hq = None, time.perf_counter()
             if queued and self.queue_cycles:
+                head = t.cuda.Event(enable_timing=True)
+                head.record()
                 self.spin(self.queue_cycles)
             h0 = time.perf_counter()
             start.record()
@@ -663,7 +668,10 @@ class Device:
             self.last_enqueue_ms = (time.perf_counter() - h0) * 1e3
             t.cuda.synchronize()
             h1 = time.perf_counter()
-            return out, start.elapsed_time(end), (h1 - h0) * 1e3
+            host = (h1 - h0) * 1e3
+            if head is not None:
+                host = max(0.0, (h1 - hq) * 1e3 - head.elapsed_time(start))
+            return out, start.elapsed_time(end), host
         h0 = time.perf_counter()
         out = fn()
         h1 = time.perf_counter()

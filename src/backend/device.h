@@ -57,7 +57,7 @@ struct LaunchArgs {
 // One timed launch.
 struct LaunchTiming {
   double device_ms = 0;  // the device's timer (OpenCL markers; the host clock on the CPU)
-  double host_ms = 0;    // host wall clock around launch and synchronize
+  double host_ms = 0;    // host wall clock around launch and synchronize (less a head start's device time)
   // A queued launch behind a head start: the host's time from the start event to the end
   // event (the launch path the head start had to cover); -1 otherwise.
   double enqueue_ms = -1;

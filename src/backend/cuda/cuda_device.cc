@@ -108,6 +108,7 @@ class CudaDevice : public Device {
   cu::Context ctx_ = nullptr;
   cu::Stream stream_ = nullptr;
   cu::Event start_ = nullptr, end_ = nullptr;
+  cu::Event head_ = nullptr;  // before a queued launch's head start (Launch: its host time)
   std::vector<cu::DevicePtr> buffers_;
   cu::DevicePtr flush_ = 0;
   size_t flush_bytes_ = 0;
@@ -133,6 +134,7 @@ CudaDevice::~CudaDevice() {
   if (flush_) api_.MemFree(flush_);
   if (start_) api_.EventDestroy(start_);
   if (end_) api_.EventDestroy(end_);
+  if (head_) api_.EventDestroy(head_);
   if (stream_) api_.StreamDestroy(stream_);
   if (ctx_) api_.DevicePrimaryCtxRelease(device_);
 }
@@ -145,6 +147,7 @@ Status CudaDevice::Init() {
   // ordered with it, so the events still bracket it.
   KF_RETURN_IF_ERROR(Check(api_.StreamCreate(&stream_, 0), "cuStreamCreate"));
   KF_RETURN_IF_ERROR(Check(api_.EventCreate(&start_, 0), "cuEventCreate"));
+  KF_RETURN_IF_ERROR(Check(api_.EventCreate(&head_, 0), "cuEventCreate"));
   return Check(api_.EventCreate(&end_, 0), "cuEventCreate");
 }
 
@@ -371,7 +374,11 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   // The head start goes in before the start event (never in a recorded launch: the record holds
   // the candidate's kernels only).
   const bool queued = args.queued && queue_cycles_ > 0 && !rec;
-  if (queued) KF_RETURN_IF_ERROR(Spin(queue_cycles_));
+  const double hq = NowMs();
+  if (queued) {
+    KF_RETURN_IF_ERROR(Check(api_.EventRecord(head_, stream_), "cuEventRecord"));
+    KF_RETURN_IF_ERROR(Spin(queue_cycles_));
+  }
   double h0 = NowMs();
   if (rec) rec->MarkStart();
   KF_RETURN_IF_ERROR(Check(api_.EventRecord(start_, stream_), "cuEventRecord"));
@@ -391,7 +398,17 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   KF_RETURN_IF_ERROR(Check(recorded, "cuEventRecord"));
   float ms = 0;
   KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&ms, start_, end_), "cuEventElapsedTime"));
-  return LaunchTiming{ms, h1 - h0, queued ? enqueued - h0 : -1.0};
+  // The host's time of a queued launch leaves out the head start's own time on the device (the
+  // spin, from the event before it to the start event), as if nothing had been queued: with it,
+  // every queued call's host time exceeded its device time by the 0.2 ms spin, and the host_time
+  // gate called every small kernel's work "escaping the device timer" (H100, 2026-12-07).
+  double host = h1 - h0;
+  if (queued) {
+    float spun = 0;
+    KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&spun, head_, start_), "cuEventElapsedTime"));
+    host = std::max(0.0, h1 - hq - spun);
+  }
+  return LaunchTiming{ms, host, queued ? enqueued - h0 : -1.0};
 }
 
 // CUPTI is enabled here and disabled in Stop: only the one recorded launch is traced, never a
