@@ -1005,6 +1005,8 @@ Result<bool> Evaluation::JudgeCandidate() {
                               " gate, which a loaded machine can also trip (" + first.substr(0, 240) +
                               "); this verdict is the second job's");
   verdict_.stages["first_run"] = first_seconds;
+  // The same, for programs: which gate, and its whole message (the warning cuts it).
+  verdict_.fingerprint["first_job"] = {{"gate", gate}, {"message", first.substr(0, 2000)}, {"seconds", first_seconds}};
   return passed;
 }
 

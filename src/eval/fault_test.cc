@@ -224,6 +224,11 @@ TEST_F(FaultTest, GivenALateSupervisorClockOnTheFirstJobOnlyTheCandidateIsJudged
   for (const std::string& w : v->warnings) said |= w.find("judged twice") != std::string::npos && w.find("supervisor_clock") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_TRUE(v->stages.contains("first_run"));
+  // And for programs (kforge_judge_bench): the first job's gate and whole message.
+  const nlohmann::json first = v->fingerprint.value("first_job", nlohmann::json::object());
+  EXPECT_EQ(first.value("gate", ""), "supervisor_clock") << first.dump();
+  EXPECT_NE(first.value("message", "").find("supervisor"), std::string::npos) << first.dump();
+  EXPECT_GT(first.value("seconds", 0.0), 0.0) << first.dump();
   // The verdict's timing is the second job's: no wall time 50 ms above its device time.
   ASSERT_TRUE(v->timing.has_value());
   EXPECT_LT(v->timing->wall_median_ms, v->timing->device_median_ms + 25);

@@ -92,14 +92,11 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   if (!v.correct()) j.status += " [" + (v.gate.empty() ? std::string("-") : v.gate) + "] " + v.message.substr(0, 240);
   j.stages = v.stages;
   j.phases = v.worker_phases;
-  // Evaluation::JudgeCandidate's warning when a load-sensitive gate made it judge twice.
-  for (const std::string& w : v.warnings)
-    if (w.rfind("judged twice: ", 0) == 0) {
-      const size_t by = w.find("by the "), gate = by == std::string::npos ? by : w.find(" gate", by);
-      j.rejudged = gate == std::string::npos ? std::string("?") : w.substr(by + 7, gate - by - 7);
-      const size_t open = w.find(" trip ("), close = w.rfind("); this verdict");
-      if (open != std::string::npos && close != std::string::npos && close > open) j.rejudged_why = w.substr(open + 7, close - open - 7);
-    }
+  // Evaluation::JudgeCandidate's record of a first job that a load-sensitive gate sent back.
+  if (const json f = v.fingerprint.value("first_job", json::object()); f.is_object() && !f.empty()) {
+    j.rejudged = f.value("gate", std::string("?"));
+    j.rejudged_why = f.value("message", std::string());
+  }
   // A Python job's timed runs, one by one (its phases are stages): the medians of each step.
   if (const json* t = v.fingerprint.contains("timing") ? &v.fingerprint["timing"] : nullptr; t && t->is_object())
     for (const char* k : {"prepare_median_ms", "collect_median_ms", "copy_median_ms", "scan_median_ms", "step_median_ms", "wall_median_ms",
