@@ -6,6 +6,7 @@ Run: /usr/bin/python3 -m unittest kforge_pyhash_test (from python/), or ctest -R
 import ctypes
 import hashlib
 import os
+import time
 import types
 import unittest
 
@@ -464,6 +465,63 @@ class DeviceSpinTest(unittest.TestCase):
         spin = kforge_pychild.DeviceSpin(fake_torch(132, 2048, 0), 0, cuda=FakeDriver(fail="cuLaunchKernel"))
         with self.assertRaisesRegex(RuntimeError, "cuLaunchKernel"):
             spin(1000)
+
+
+class FakeQueue:
+    """A GPU's one queue in host time, for Device.timed_call: an event completes when the work
+    queued before it has; the spin takes `cycles` at 1 GHz (1e6 cycles a millisecond)."""
+
+    def __init__(self):
+        self.busy_until = 0.0  # time.perf_counter() at which the queued work ends
+        queue = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                self.at = max(time.perf_counter(), queue.busy_until)
+
+            def elapsed_time(self, end):
+                return (end.at - self.at) * 1e3
+
+        def synchronize():
+            while time.perf_counter() < queue.busy_until:
+                pass
+
+        self.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, synchronize=synchronize))
+
+    def spin(self, cycles):
+        self.busy_until = max(time.perf_counter(), self.busy_until) + cycles / 1e9
+
+
+class TimedCallTest(unittest.TestCase):
+    """What Device.timed_call reports for a call queued behind the head start, on a fake queue."""
+
+    def device(self):
+        queue = FakeQueue()
+        dev = object.__new__(kforge_pychild.Device)
+        dev.torch, dev.cuda, dev.queue_cycles, dev.spin = queue.torch, True, 2_000_000, queue.spin  # 2 ms
+        return dev
+
+    def test_a_queued_calls_host_time_leaves_out_the_head_start(self):
+        dev = self.device()
+        hosts = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            _, device_ms, host_ms = dev.timed_call(lambda: None, queued=True)
+            self.assertGreaterEqual((time.perf_counter() - t0) * 1e3, 1.9, "the call waits behind the head start")
+            self.assertLess(device_ms, 0.1)
+            hosts.append(host_ms)
+        # Counted in, every call's host time would stand 2 ms above its device time.
+        self.assertLess(sorted(hosts)[2], 0.5)
+
+    def test_an_unqueued_call_spins_not(self):
+        dev = self.device()
+        t0 = time.perf_counter()
+        _, device_ms, host_ms = dev.timed_call(lambda: None, queued=False)
+        self.assertLess((time.perf_counter() - t0) * 1e3, 1.0)
+        self.assertLess(host_ms, 0.5)
 
 
 if __name__ == "__main__":

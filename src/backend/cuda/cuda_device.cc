@@ -587,6 +587,10 @@ Result<std::unique_ptr<Device>> NewCudaDevice(int index) {
   if (index < 0 || index >= n)
     return Status::NotFound("CUDA device " + std::to_string(index) + " does not exist; there are " +
                             std::to_string(n) + " (see `kforge doctor`)");
+  return NewCudaDeviceWithDriver(api, index);
+}
+
+Result<std::unique_ptr<Device>> NewCudaDeviceWithDriver(const cu::Api* api, int index) {
   auto dev = std::make_unique<CudaDevice>(api, index);
   KF_RETURN_IF_ERROR(dev->Init());
   return std::unique_ptr<Device>(std::move(dev));

@@ -13,9 +13,16 @@
 
 namespace kforge {
 
+namespace cu {
+struct Api;
+}
+
 // Opens CUDA device `index`. Unavailable, with what to install, when there is no driver or no
 // GPU; NotFound when the index does not exist.
 Result<std::unique_ptr<Device>> NewCudaDevice(int index);
+// The same over a driver table of the caller's, which must outlive the device: a fake driver in
+// tests (cuda_device_test.cc), where no GPU is needed.
+Result<std::unique_ptr<Device>> NewCudaDeviceWithDriver(const cu::Api* api, int index);
 // "NVIDIA H200 (sm_90, 132 SMs, 140 GiB)" per device.
 Result<std::vector<std::string>> ListCudaDevices();
 

@@ -1,0 +1,174 @@
+// CudaDevice over a fake driver: a simulated GPU whose one queue runs in host time, so that
+// what Launch reports about a queued (head-started) call is checked without a GPU.
+#include "backend/cuda/cuda_device.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cuda/cuda_driver.h"
+
+namespace kforge {
+namespace {
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The simulated GPU: kernels run one after another; an event completes when the work queued
+// before it has. kf_spin takes `cycles` at 1 GHz (1e6 cycles a millisecond), after a launch
+// latency; the synchronize returns when the queue is empty.
+struct FakeGpu {
+  double busy_until = 0;                // host ms at which the queued work ends
+  std::map<cu::Event, double> events;  // recorded event -> host ms it completed
+  int next_event = 1;
+  int spins = 0;
+  long long last_cycles = 0;
+  unsigned last_grid = 0, last_block = 0;
+  static constexpr double kLaunchLatencyMs = 0.005;
+};
+FakeGpu* gpu = nullptr;
+int kSpinFunction = 0;
+
+cu::Result_t Ok() { return cu::kSuccess; }
+cu::Result_t Init(unsigned) { return Ok(); }
+cu::Result_t DriverGetVersion(int* v) { *v = 13000; return Ok(); }
+cu::Result_t DeviceGetCount(int* n) { *n = 1; return Ok(); }
+cu::Result_t DeviceGet(cu::Device* d, int) { *d = 0; return Ok(); }
+cu::Result_t DeviceGetName(char* name, int len, cu::Device) { std::snprintf(name, len, "Fake GPU"); return Ok(); }
+cu::Result_t DeviceGetAttribute(int* v, int attr, cu::Device) {
+  *v = attr == cu::kAttrSmCount ? 4 : attr == cu::kAttrMaxThreadsPerSm ? 2048 : 1;
+  return Ok();
+}
+cu::Result_t DeviceTotalMem(size_t* bytes, cu::Device) { *bytes = size_t{1} << 30; return Ok(); }
+cu::Result_t DevicePrimaryCtxRetain(cu::Context* c, cu::Device) { *c = reinterpret_cast<cu::Context>(gpu); return Ok(); }
+cu::Result_t DevicePrimaryCtxRelease(cu::Device) { return Ok(); }
+cu::Result_t CtxSetCurrent(cu::Context) { return Ok(); }
+cu::Result_t CtxSynchronize() {
+  while (NowMs() < gpu->busy_until) std::this_thread::yield();
+  return Ok();
+}
+cu::Result_t CtxSetLimit(int, size_t) { return Ok(); }
+cu::Result_t CtxResetPersistingL2Cache() { return Ok(); }
+cu::Result_t StreamCreate(cu::Stream* s, unsigned) { *s = reinterpret_cast<cu::Stream>(gpu); return Ok(); }
+cu::Result_t StreamDestroy(cu::Stream) { return Ok(); }
+cu::Result_t StreamSynchronize(cu::Stream) { return CtxSynchronize(); }
+cu::Result_t StreamSetAttribute(cu::Stream, int, const cu::StreamAttrValue*) { return Ok(); }
+cu::Result_t EventCreate(cu::Event* e, unsigned) {
+  *e = reinterpret_cast<cu::Event>(static_cast<intptr_t>(gpu->next_event++));
+  return Ok();
+}
+cu::Result_t EventDestroy(cu::Event) { return Ok(); }
+cu::Result_t EventRecord(cu::Event e, cu::Stream) {
+  gpu->events[e] = std::max(NowMs() + FakeGpu::kLaunchLatencyMs, gpu->busy_until);
+  return Ok();
+}
+cu::Result_t EventElapsedTime(float* ms, cu::Event a, cu::Event b) {
+  *ms = static_cast<float>(gpu->events.at(b) - gpu->events.at(a));
+  return Ok();
+}
+cu::Result_t MemAlloc(cu::DevicePtr* p, size_t) { *p = 0x1000; return Ok(); }
+cu::Result_t MemFree(cu::DevicePtr) { return Ok(); }
+cu::Result_t MemcpyHtoD(cu::DevicePtr, const void*, size_t) { return CtxSynchronize(); }
+cu::Result_t MemcpyDtoH(void*, cu::DevicePtr, size_t) { return CtxSynchronize(); }
+cu::Result_t MemcpyDtoDAsync(cu::DevicePtr, cu::DevicePtr, size_t, cu::Stream) { return Ok(); }
+cu::Result_t MemsetD8Async(cu::DevicePtr, unsigned char, size_t, cu::Stream) { return Ok(); }
+cu::Result_t MemsetD16Async(cu::DevicePtr, unsigned short, size_t, cu::Stream) { return Ok(); }
+cu::Result_t MemsetD32Async(cu::DevicePtr, unsigned, size_t, cu::Stream) { return Ok(); }
+cu::Result_t ModuleLoadData(cu::Module* m, const void*) { *m = reinterpret_cast<cu::Module>(gpu); return Ok(); }
+cu::Result_t ModuleGetFunction(cu::Function* f, cu::Module, const char* name) {
+  *f = reinterpret_cast<cu::Function>(&kSpinFunction);
+  return std::string(name) == "kf_spin" ? cu::kSuccess : 500;  // CUDA_ERROR_NOT_FOUND
+}
+cu::Result_t LaunchKernel(cu::Function, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
+                          cu::Stream, void** params, void**) {
+  const long long cycles = *static_cast<long long*>(params[0]);
+  gpu->busy_until = std::max(NowMs() + FakeGpu::kLaunchLatencyMs, gpu->busy_until) + cycles / 1e6;
+  ++gpu->spins;
+  gpu->last_cycles = cycles, gpu->last_grid = gx, gpu->last_block = bx;
+  return Ok();
+}
+cu::Result_t GetErrorName(cu::Result_t, const char** s) { *s = "CUDA_ERROR_FAKE"; return Ok(); }
+cu::Result_t GetErrorString(cu::Result_t, const char** s) { *s = "a fake driver's error"; return Ok(); }
+
+const cu::Api kFakeApi = {Init, DriverGetVersion, DeviceGetCount, DeviceGet, DeviceGetName, DeviceGetAttribute,
+                          DeviceTotalMem, DevicePrimaryCtxRetain, DevicePrimaryCtxRelease, CtxSetCurrent,
+                          CtxSynchronize, CtxSetLimit, CtxResetPersistingL2Cache, StreamCreate, StreamDestroy,
+                          StreamSynchronize, StreamSetAttribute, EventCreate, EventDestroy, EventRecord,
+                          EventElapsedTime, MemAlloc, MemFree, MemcpyHtoD, MemcpyDtoH, MemcpyDtoDAsync,
+                          MemsetD8Async, MemsetD16Async, MemsetD32Async, ModuleLoadData, ModuleGetFunction,
+                          LaunchKernel, GetErrorName, GetErrorString};
+
+class CudaFakeDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override { gpu = &gpu_; }
+  void TearDown() override { gpu = nullptr; }
+  FakeGpu gpu_;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+TEST_F(CudaFakeDriverTest, GivenAHeadStartAQueuedCallsHostTimeLeavesOutTheSpin) {
+  Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  ASSERT_TRUE((*dev)->SetQueue(2.0).ok());
+  const nlohmann::json fp = (*dev)->Fingerprint();
+  if (fp.contains("queue_note")) GTEST_SKIP() << fp["queue_note"].get<std::string>();
+  EXPECT_NEAR(fp.value("queue_ms", 0.0), 2.0, 1e-9);
+  // Every thread slot of every SM: 4 SMs x 2048 / 512.
+  EXPECT_EQ(gpu_.last_grid, 16u);
+  EXPECT_EQ(gpu_.last_block, 512u);
+  // 2 ms at the calibration's 1 GHz, give or take the launch latency it measured with.
+  std::vector<double> host, device, enqueue;
+  for (int i = 0; i < 5; ++i) {
+    LaunchArgs args;
+    args.queued = true;
+    const int spins = gpu_.spins;
+    const double t0 = NowMs();
+    Result<LaunchTiming> t = (*dev)->Launch(args);  // nothing loaded: a null run
+    const double wall = NowMs() - t0;
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_EQ(gpu_.spins, spins + 1) << "a queued launch spins once";
+    EXPECT_GE(wall, 1.9) << "the call waits behind the head start";
+    host.push_back(t->host_ms), device.push_back(t->device_ms), enqueue.push_back(t->enqueue_ms);
+  }
+  EXPECT_NEAR(static_cast<double>(gpu_.last_cycles), 2e6, 0.2e6);
+  // The call itself does nothing on the device: its host time is the launch path's, not the
+  // 2 ms spin before it (which the host_time gate would read as work escaping the events).
+  EXPECT_LT(Median(host), 0.5) << "host time holds the head start";
+  EXPECT_LT(Median(device), 0.1);
+  EXPECT_GE(Median(enqueue), 0.0);
+  // An unqueued launch spins not and reports no enqueue time.
+  LaunchArgs plain;
+  const int spins = gpu_.spins;
+  Result<LaunchTiming> t = (*dev)->Launch(plain);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(gpu_.spins, spins);
+  EXPECT_LT(t->host_ms, 0.5);
+  EXPECT_EQ(t->enqueue_ms, -1.0);
+}
+
+TEST_F(CudaFakeDriverTest, GivenNoHeadStartNothingIsSpunAndTheFingerprintSaysZero) {
+  Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  ASSERT_TRUE((*dev)->SetQueue(0).ok());
+  EXPECT_EQ((*dev)->Fingerprint().value("queue_ms", -1.0), 0.0);
+  LaunchArgs args;
+  args.queued = true;
+  Result<LaunchTiming> t = (*dev)->Launch(args);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(gpu_.spins, 0);
+  EXPECT_EQ(t->enqueue_ms, -1.0);
+}
+
+}  // namespace
+}  // namespace kforge
