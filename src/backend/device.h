@@ -90,9 +90,9 @@ class Device {
   // reads b back and hashes it on the host instead. Compared only with digests of this device.
   virtual Result<std::string> Digest(BufferId b, size_t bytes) { return std::string(); }
   // b's bytes in this process's memory, where the device's buffers are host memory (the CPU):
-  // the worker draws fresh inputs into them and hashes them there, with no copy through a
+  // the worker hashes inputs after a run and reads check outputs there, with no copy through a
   // staging buffer. Counts as a touch for the next FlushCaches(). nullptr (the default) for
-  // devices with memory of their own: the worker writes and reads b instead.
+  // devices with memory of their own: the worker reads b instead.
   virtual char* HostMemory(BufferId b) {
     (void)b;
     return nullptr;

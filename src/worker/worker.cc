@@ -533,18 +533,13 @@ Result<json> Child::Prepare(const json& cmd) {
     for (size_t k = 0; k < in.inputs.size(); ++k) {
       const TensorFile& t = in.inputs[k];
       if (!t.gen) return Status::InvalidArgument("input '" + t.shape.name + "' has no generator for fresh inputs");
-      const BufferId buffer = sets_[set].inputs[k].buffer;
-      const size_t bytes = t.shape.bytes();
-      // Drawn where the candidate reads them when the device's buffers are host memory (the
-      // CPU: 8 MB less copied per gelu run), else into staging and written.
-      char* drawn = device_->HostMemory(buffer);
-      if (!drawn) {
-        staging_.resize(bytes);
-        drawn = staging_.data();
-      }
-      GenerateBytesInto(t.shape, t.gen->dist, t.gen->key, seed, in.magnitude, drawn);
-      if (drawn == staging_.data()) KF_RETURN_IF_ERROR(device_->Write(buffer, drawn, bytes));
-      KF_ASSIGN_OR_RETURN(std::string hash, InputHash(buffer, bytes, drawn));
+      // Drawn into staging and hashed there, never where the candidate's code could change
+      // them between the draw and the hash (a thread of its own, on the CPU): the hash is of
+      // what was drawn.
+      staging_.resize(t.shape.bytes());
+      GenerateBytesInto(t.shape, t.gen->dist, t.gen->key, seed, in.magnitude, staging_.data());
+      KF_RETURN_IF_ERROR(device_->Write(sets_[set].inputs[k].buffer, staging_.data(), staging_.size()));
+      KF_ASSIGN_OR_RETURN(std::string hash, InputHash(sets_[set].inputs[k].buffer, staging_.size(), staging_.data()));
       fresh_hashes_.push_back(std::move(hash));
     }
   }
