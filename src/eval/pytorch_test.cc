@@ -571,17 +571,19 @@ TEST_F(PyTorchTest, GivenWorkDeferredIntoTheHandOverOfTheOutputsTheUntimedWorkGa
   EXPECT_EQ(v.status, VerdictStatus::kSuspicious) << v.message;
   EXPECT_EQ(v.gate, "untimed_work") << v.message;
   // On the CPU the work lands in the collect; on a GPU it is queued there and the next
-  // prepare's synchronize waits for it (seen on an H100): the same gate either way.
+  // prepare's synchronize may wait for it (seen on an H100): the same gate either way.
+  const char* env_device = std::getenv("KFORGE_TORCH_DEVICE");
+  const bool gpu = env_device && std::string(env_device).rfind("cuda", 0) == 0;
   EXPECT_TRUE(v.message.find("collecting a timed run's outputs") != std::string::npos ||
-              v.message.find("preparing a timed run") != std::string::npos)
+              (gpu && v.message.find("preparing a timed run") != std::string::npos))
       << v.message;
   Verdict twin = EvalAttack(Twin(cheat));
   // On a GPU the twin, PyTorch ops only, is no_custom_kernel (gate "kernels"); its timing stays.
   ASSERT_TRUE(twin.status == VerdictStatus::kCorrect || twin.gate == "kernels") << twin.message;
   ASSERT_TRUE(twin.timing.has_value());
-  // WORK_MS of busy time on the CPU; on a GPU 60M cycles of torch.cuda._sleep, 30 ms at the
-  // H100's 1.98 GHz (at most 3 GHz: 20 ms).
-  EXPECT_GE(twin.timing->median_ms, 20.0);
+  // WORK_MS (60) of busy time on the CPU; on a GPU 60M cycles of torch.cuda._sleep, 30 ms at
+  // the H100's 1.98 GHz (at most 3 GHz: 20 ms).
+  EXPECT_GE(twin.timing->median_ms, gpu ? 20.0 : 50.0);
   const nlohmann::json t = twin.fingerprint.value("timing", nlohmann::json::object());
   EXPECT_TRUE(t.contains("copy_median_ms")) << t.dump();
   EXPECT_LT(t.value("collect_median_ms", 1e9), 20.0) << t.dump();
@@ -685,9 +687,9 @@ TEST_F(PyTorchTest, GivenATritonCandidateOnAGpuItsTimedCallsAreQueuedBehindAHead
   const nlohmann::json& t = v.fingerprint["timing"];
   ASSERT_TRUE(t.contains("enqueue_median_ms")) << t.dump();
   EXPECT_GT(t["enqueue_median_ms"].get<double>(), 0.0);
-  // The host's time leaves out the spin's: with it, every small kernel's host time stood a
-  // whole head start above its device time (the host_time gate's comparison).
-  EXPECT_LT(v.timing->host_median_ms, 0.5 * v.fingerprint["device"]["queue_ms"].get<double>() + v.timing->device_median_ms)
+  // The host's time leaves out the spin's: with it, every call's host time stood a whole head
+  // start plus the launch path above its device time (the host_time gate's comparison).
+  EXPECT_LT(v.timing->host_median_ms, v.fingerprint["device"]["queue_ms"].get<double>() + v.timing->device_median_ms)
       << t.dump();
   // The wall clock still sees the whole call: the median is never below its bound.
   EXPECT_GE(v.timing->median_ms, 0.999 * SupervisorBound(v));

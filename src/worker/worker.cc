@@ -485,7 +485,9 @@ Result<json> Child::Check(int set, int which, const std::string& record, std::st
   const LaunchTiming& t = *launched;
   json reply = {{"device_ms", t.device_ms}};
   if (kernels.ok()) reply["kernels"] = *kernels;
-  // Each output is read back once with its guard bytes: the guard checked, the output sent.
+  // Each output with its guard bytes: the guard checked, the output sent (read back once, or on
+  // the CPU read where it lies: a check run is not timed, and a thread of the candidate's could
+  // rewrite the canary after a copy as well).
   blob->clear();
   char* shared = SharedFor(set);
   size_t offset = 0;

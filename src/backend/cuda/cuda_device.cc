@@ -41,6 +41,9 @@ const char kQueuePtx[] =
     ;
 // One spin of about a millisecond at H100/H200 clocks, to learn the SM clock (SetQueue).
 constexpr long long kQueueCalibrationCycles = 2000000;
+// How much of a queued launch's head start its host time leaves out, at most, in head starts
+// (Launch): the spin's own spread, and no more.
+constexpr double kQueueSlack = 1.25;
 // Threads per block of the spin: divides every SM's thread slots (1536, 2048).
 constexpr unsigned kSpinBlock = 512;
 
@@ -401,12 +404,15 @@ Result<LaunchTiming> CudaDevice::Launch(const LaunchArgs& args) {
   // The host's time of a queued launch leaves out the head start's own time on the device (the
   // spin, from the event before it to the start event), as if nothing had been queued: with it,
   // every queued call's host time exceeded its device time by the 0.2 ms spin, and the host_time
-  // gate called every small kernel's work "escaping the device timer" (H100, 2026-12-07).
+  // gate called every small kernel's work "escaping the device timer" (H100, 2026-12-07). At most
+  // kQueueSlack times the head start is left out: whatever held the start event back longer (a
+  // kernel of the candidate's that delayed the spin, or work it queued before the start event)
+  // stays in the host time.
   double host = h1 - h0;
   if (queued) {
     float spun = 0;
     KF_RETURN_IF_ERROR(Check(api_.EventElapsedTime(&spun, head_, start_), "cuEventElapsedTime"));
-    host = std::max(0.0, h1 - hq - spun);
+    host = std::max(0.0, h1 - hq - std::min<double>(spun, kQueueSlack * queue_ms_));
   }
   return LaunchTiming{ms, host, queued ? enqueued - h0 : -1.0};
 }
