@@ -118,6 +118,7 @@ class Child {
   Status Poison(int set, int which);
   LaunchArgs Args(int set) const;
   Result<std::string> InputHash(BufferId b, size_t bytes, const char* host = nullptr, std::string* kept = nullptr);
+  Result<const char*> HostBytes(BufferId b, size_t bytes);
   Result<std::vector<std::string>> HashInputs(int set);
   // The shared region when set's outputs fit in it, else null (they go in the reply's blob).
   char* SharedFor(int set) const;
@@ -424,15 +425,21 @@ Result<std::string> Child::InputHash(BufferId b, size_t bytes, const char* host,
   KF_ASSIGN_OR_RETURN(std::string digest, device_->Digest(b, bytes));
   if (!digest.empty()) return digest;
   if (kept && !kept->empty()) return *kept;
-  if (!host) host = device_->HostMemory(b);  // hashed where it lies
   if (!host) {
-    staging_.resize(bytes);
-    KF_RETURN_IF_ERROR(device_->Read(b, staging_.data(), staging_.size()));
-    host = staging_.data();
+    KF_ASSIGN_OR_RETURN(host, HostBytes(b, bytes));
   }
   std::string hash = HashHex(host, bytes);
   if (kept) *kept = hash;
   return hash;
+}
+
+// b's first `bytes` on the host: where they lie when the device's buffers are host memory (the
+// CPU), else read back into staging (valid until staging is next used).
+Result<const char*> Child::HostBytes(BufferId b, size_t bytes) {
+  if (const char* mem = device_->HostMemory(b)) return mem;
+  staging_.resize(bytes);
+  KF_RETURN_IF_ERROR(device_->Read(b, staging_.data(), staging_.size()));
+  return static_cast<const char*>(staging_.data());
 }
 
 // The inputs' hashes as Alloc and Prepare took them.
@@ -493,12 +500,7 @@ Result<json> Child::Check(int set, int which, const std::string& record, std::st
   size_t offset = 0;
   for (const LaunchTensor& out : sets_[set].outputs) {
     const size_t with_guard = out.shape.bytes() + kGuardBytes;
-    const char* bytes = device_->HostMemory(out.buffer);  // read where it lies on the CPU
-    if (!bytes) {
-      staging_.resize(with_guard);
-      KF_RETURN_IF_ERROR(device_->Read(out.buffer, staging_.data(), staging_.size()));
-      bytes = staging_.data();
-    }
+    KF_ASSIGN_OR_RETURN(const char* bytes, HostBytes(out.buffer, with_guard));
     if (!reply.contains("overrun")) {
       std::string overrun = GuardOverrun(out, bytes, with_guard);
       if (!overrun.empty()) reply["overrun"] = overrun;
