@@ -110,6 +110,29 @@ class CudaFakeDriverTest : public ::testing::Test {
  protected:
   void SetUp() override { gpu = &gpu_; }
   void TearDown() override { gpu = nullptr; }
+  // The device over the fake driver, with a head start of `ms`; null on a failure (recorded) or
+  // where this build has no spin kernel (`unqueued_` says why: the test skips).
+  std::unique_ptr<Device> Queued(double ms) {
+    Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
+    if (!dev.ok()) {
+      ADD_FAILURE() << dev.status().ToString();
+      return nullptr;
+    }
+    Status set = (*dev)->SetQueue(ms);
+    if (!set.ok()) {
+      ADD_FAILURE() << set.ToString();
+      return nullptr;
+    }
+    const nlohmann::json fp = (*dev)->Fingerprint();
+    if (fp.contains("queue_note")) {
+      unqueued_ = fp["queue_note"].get<std::string>();
+      return nullptr;
+    }
+    EXPECT_NEAR(fp.value("queue_ms", 0.0), ms, 1e-9);
+    return std::move(*dev);
+  }
+  std::string unqueued_;
+
   FakeGpu gpu_;
 };
 
@@ -119,12 +142,8 @@ double Median(std::vector<double> v) {
 }
 
 TEST_F(CudaFakeDriverTest, GivenAHeadStartAQueuedCallsHostTimeLeavesOutTheSpin) {
-  Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
-  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  ASSERT_TRUE((*dev)->SetQueue(5.0).ok());
-  const nlohmann::json fp = (*dev)->Fingerprint();
-  if (fp.contains("queue_note")) GTEST_SKIP() << fp["queue_note"].get<std::string>();
-  EXPECT_NEAR(fp.value("queue_ms", 0.0), 5.0, 1e-9);
+  std::unique_ptr<Device> dev = Queued(5.0);
+  if (!dev) GTEST_SKIP() << unqueued_;
   // Every thread slot of every SM: 4 SMs x 2048 / 512.
   EXPECT_EQ(gpu_.last_grid, 16u);
   EXPECT_EQ(gpu_.last_block, 512u);
@@ -138,7 +157,7 @@ TEST_F(CudaFakeDriverTest, GivenAHeadStartAQueuedCallsHostTimeLeavesOutTheSpin) 
     args.queued = true;
     const int spins = gpu_.spins;
     const double t0 = NowMs();
-    Result<LaunchTiming> t = (*dev)->Launch(args);  // nothing loaded: a null run
+    Result<LaunchTiming> t = dev->Launch(args);  // nothing loaded: a null run
     const double wall = NowMs() - t0;
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     EXPECT_EQ(gpu_.spins, spins + 1) << "a queued launch spins once";
@@ -156,7 +175,7 @@ TEST_F(CudaFakeDriverTest, GivenAHeadStartAQueuedCallsHostTimeLeavesOutTheSpin) 
   // An unqueued launch spins not and reports no enqueue time.
   LaunchArgs plain;
   const int spins = gpu_.spins;
-  Result<LaunchTiming> t = (*dev)->Launch(plain);
+  Result<LaunchTiming> t = dev->Launch(plain);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(gpu_.spins, spins);
   EXPECT_EQ(t->enqueue_ms, -1.0);
@@ -166,15 +185,12 @@ TEST_F(CudaFakeDriverTest, GivenAHeadStartAQueuedCallsHostTimeLeavesOutTheSpin) 
 // candidate's on another stream, or by work it queued ahead of the start event) keeps the rest
 // in the host time, where the host_time gate sees it.
 TEST_F(CudaFakeDriverTest, GivenSomethingThatHoldsTheHeadStartBackTheExcessStaysInTheHostTime) {
-  Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
-  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  ASSERT_TRUE((*dev)->SetQueue(5.0).ok());
-  const nlohmann::json fp = (*dev)->Fingerprint();
-  if (fp.contains("queue_note")) GTEST_SKIP() << fp["queue_note"].get<std::string>();
+  std::unique_ptr<Device> dev = Queued(5.0);
+  if (!dev) GTEST_SKIP() << unqueued_;
   gpu_.extra_spin_ms = 4.0;  // the start event comes 9 ms after the event before the spin
   LaunchArgs args;
   args.queued = true;
-  Result<LaunchTiming> t = (*dev)->Launch(args);
+  Result<LaunchTiming> t = dev->Launch(args);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   // At most 1.25 head starts (6.25 ms) are left out of about 9.
   EXPECT_GE(t->host_ms, 2.5);
