@@ -1,6 +1,7 @@
 #include "eval/python_worker.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,36 +47,37 @@ namespace {
 
 constexpr uint32_t kBaselineUid = 65533;
 
-// A folder the candidates' users share (group nogroup): setgid and group-writable, and what is
-// in it too. Folders made before the jobs ran with umask 002, by nobody with umask 022, are
-// opened once per process.
-void OpenToGroup(const fs::path& folder) {
-  static std::mutex mu;
-  static std::set<std::string> done;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!done.insert(folder.string()).second) return;
-  chmod(folder.c_str(), 02775);
+// <cache>/python/candidate-extensions, made if missing: the candidates' torch extension builds,
+// an entry per candidate source (CandidateExtensions below). With root it is root's, 0755, and
+// so is the folder above it: no sandbox user can add, rename or replace an entry.
+Result<fs::path> CandidateExtensionStore() {
+  KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
+  const fs::path store = cache / "python" / "candidate-extensions";
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    struct stat st = {};
-    if (lstat(it->path().c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-    if (st.st_gid != 65534) (void)!lchown(it->path().c_str(), static_cast<uid_t>(-1), 65534);
-    const mode_t want = (st.st_mode & 07777) | S_IRGRP | S_IWGRP | (S_ISDIR(st.st_mode) ? S_IXGRP | S_ISGID : 0);
-    if (want != (st.st_mode & 07777)) chmod(it->path().c_str(), want);
+  fs::create_directories(store, ec);
+  if (ec) return Status::IoError("cannot make " + store.string() + ": " + ec.message());
+  if (geteuid() == 0) {
+    for (const fs::path& p : {cache / "python", store}) {
+      (void)!chown(p.c_str(), 0, 0);
+      chmod(p.c_str(), 0755);
+    }
+  } else {
+    chmod(store.c_str(), 0700);
   }
+  return store;
 }
 
-// Compile caches kept between jobs, so that a second judgement is warm. A candidate's Triton
-// cache is its own (CandidateCompileCache below): the job's folder holds it, filled from and
-// saved back to a store keyed by the candidate's SHA-256, which no sandbox can write, so no
-// candidate can plant a compiled kernel for another. Candidates (user nobody) still share torch
-// extension builds (their build files name their folder, so a folder per job would rebuild
-// every time): docs/python-worker.md says what that leaves open. Baselines share Inductor's and
-// Triton's caches in folders of their own user (65533, mode 0700), which candidates cannot
-// write: a candidate must not be able to plant a slow artefact for the baseline. Without root
-// there is no second user, so baseline jobs get fresh caches (always cold). The shared cache
-// folders are the only ones besides the job folder the sandbox lets the worker write.
+// Compile caches kept between jobs, so that a second judgement is warm; none is a place one
+// candidate can plant something for another. A candidate's Triton cache is its own
+// (CandidateCompileCache below): the job's folder holds it, filled from and saved back to a store
+// keyed by the candidate's SHA-256, which no sandbox can write. Its torch extension builds
+// (load_inline) are its own too (CandidateExtensions below): TORCH_EXTENSIONS_DIR is the entry of
+// its source's SHA-256 in <cache>/python/candidate-extensions, lent to the job's user for the
+// job alone; until then it is <job>/torch_extensions. Baselines share Inductor's and Triton's
+// caches in folders of their own user (65533, mode 0700), which candidates cannot write: a
+// candidate must not be able to plant a slow artefact for the baseline. Without root there is no
+// second user, so baseline jobs get fresh caches (always cold). The shared cache folders are the
+// only ones besides the job folder the sandbox lets the worker write.
 void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spec) {
   std::map<std::string, std::string>& env = spec->env;
   env = {
@@ -94,35 +96,32 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   const bool root = geteuid() == 0;
-  if (mode != "candidate" && !(mode == "baseline" && root)) return;
+  if (mode == "candidate") {
+    // With root the store is writable in the sandbox (a warm worker's jobs all see it), guarded
+    // by ownership: the store is root's (0755), each entry root's (0700) but while lent. Without
+    // root a job's sandbox shows its own entry writable, nothing else of the store.
+    if (!root) return;
+    Result<fs::path> store = CandidateExtensionStore();
+    if (store.ok()) spec->writable_paths.push_back(*store);
+    return;
+  }
+  if (mode != "baseline" || !root) return;
   Result<fs::path> cache = CacheDir();
   if (!cache.ok()) return;
-  const bool baseline = mode == "baseline";
-  const uint32_t owner = baseline ? kBaselineUid : 65534;
-  const fs::path base = *cache / "python" / (baseline ? "baselines" : "candidates");
+  const fs::path base = *cache / "python" / "baselines";
   std::error_code ec;
   fs::create_directories(base, ec);
   if (ec) return;
-  if (root) {
-    // Owned by root: the sandbox users must not be able to rename or replace each other's folder.
-    (void)!chown((*cache / "python").c_str(), 0, 0);
-    chmod((*cache / "python").c_str(), 0755);
-    (void)!chown(base.c_str(), owner, 65534);
-    // Candidates' jobs run as nobody or as a warm zygote's own id (python_zygote.h uid()), all
-    // of group nogroup, with umask 002 (kforge_pyworker.py): their folder is the group's.
-    chmod(base.c_str(), baseline ? 0700 : 02770);
-  }
-  std::map<std::string, std::string> dirs = baseline
-      ? std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCHINDUCTOR_CACHE_DIR", "inductor"}}
-      : std::map<std::string, std::string>{{"TORCH_EXTENSIONS_DIR", "torch_extensions"}};
-  for (const auto& [var, sub] : dirs) {
+  // Owned by root: the sandbox users must not be able to rename or replace each other's folder.
+  (void)!chown((*cache / "python").c_str(), 0, 0);
+  chmod((*cache / "python").c_str(), 0755);
+  (void)!chown(base.c_str(), kBaselineUid, 65534);
+  chmod(base.c_str(), 0700);
+  for (const auto& [var, sub] : std::map<std::string, std::string>{{"TRITON_CACHE_DIR", "triton"}, {"TORCHINDUCTOR_CACHE_DIR", "inductor"}}) {
     fs::path p = base / sub;
     fs::create_directories(p, ec);
     if (ec) continue;
-    if (root) {
-      (void)!chown(p.c_str(), owner, 65534);
-      if (!baseline) OpenToGroup(p);
-    }
+    (void)!chown(p.c_str(), kBaselineUid, 65534);
     env[var] = p.string();
     spec->writable_paths.push_back(p);
   }
@@ -294,6 +293,114 @@ void SaveCandidateCompileCache(const fs::path& dir) {
   if (fs::is_directory(fs::symlink_status(dir / "triton", ec))) CopyCacheTree(dir / "triton", entry, kCandidateCacheBytes);
 }
 
+
+// --- A candidate's own torch extension builds. -----------------------------------------------
+// TORCH_EXTENSIONS_DIR of a candidate's job is <store>/<SHA-256 of its source>, the entry itself
+// and not a copy: torch's build files name their folder (build.ninja's paths), so ninja finds a
+// build up to date only where it was made. The entry is lent to the job for the job alone:
+//   - an flock on <store>/<digest>.lock, held by this process, makes it one job's at a time; a
+//     job of the same source that finds it taken builds in <job>/torch_extensions instead;
+//   - with root, the entry and what is in it become the job's user's before the job (0700, so
+//     no other sandbox user can enter it) and root's again after every process of the job ended;
+//     links to files (a second name of a file elsewhere) and torch's stale build locks go;
+//   - without root, the job's sandbox shows that entry writable and nothing else of the store
+//     (such a job runs cold: a warm worker's sandbox has no such folder).
+// So what a job leaves in its entry only later jobs of the same source see, as with Triton's.
+constexpr uint64_t kCandidateExtensionBytes = 1ull << 30;  // an entry's limits, else it goes
+constexpr uint64_t kCandidateExtensionFiles = 10000;       // (a build makes about ten)
+
+struct ExtensionLoan {
+  fs::path entry;
+  int lock_fd = -1;
+};
+std::map<std::string, ExtensionLoan> extension_loans;  // job folder -> its entry (candidate_cache_mu)
+
+// Gives the entry and what is in it to `uid` (group nogroup), or to root when `uid` is 0, without
+// following a link; drops set-id bits and others' write bits. False when the entry is over its
+// limits (then not all of it was handed over).
+bool HandExtensionEntry(const fs::path& entry, uid_t uid) {
+  const bool root = geteuid() == 0;
+  const gid_t gid = uid == 0 ? 0 : 65534;
+  uint64_t bytes = 0, files = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(entry, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (++files > kCandidateExtensionFiles) return false;
+    struct stat st = {};
+    if (lstat(it->path().c_str(), &st) != 0) continue;
+    // A second name of a file elsewhere, or torch's build lock (FileBaton) left by a killed job,
+    // which would make every later job of this source wait for a build that never ends.
+    if ((S_ISREG(st.st_mode) && st.st_nlink > 1) || (it.depth() == 1 && it->path().filename() == "lock")) {
+      unlink(it->path().c_str());
+      continue;
+    }
+    bytes += S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+    if (S_ISLNK(st.st_mode)) {
+      if (root) (void)!lchown(it->path().c_str(), uid, gid);
+      continue;
+    }
+    if (root) (void)!lchown(it->path().c_str(), uid, gid);
+    const mode_t want = st.st_mode & (uid == 0 ? 0755 : 0775);
+    if (want != (st.st_mode & 07777)) chmod(it->path().c_str(), want);
+  }
+  if (root) (void)!chown(entry.c_str(), uid, gid);
+  chmod(entry.c_str(), 0700);
+  return bytes <= kCandidateExtensionBytes;
+}
+
+// Lends the candidate's entry to the job in `dir` (its TORCH_EXTENSIONS_DIR in `spec`).
+void LendCandidateExtensions(const json& job, const PythonJobFiles& files, const Limits& limits, const fs::path& dir,
+                             ProcessSpec* spec) {
+  auto source = files.copies.find("candidate.py");
+  if (job.value("mode", "") != "candidate" || source == files.copies.end()) return;
+  const bool root = geteuid() == 0;
+  // With root but no user of its own the job could not be kept out of other entries.
+  if (root && (!limits.drop_privileges || limits.sandbox_uid == 0)) return;
+  Result<fs::path> store = CandidateExtensionStore();
+  Result<std::string> bytes = ReadFile(source->second);
+  if (!store.ok() || !bytes.ok()) return;
+  const std::string digest = Sha256Hex(*bytes);
+  const fs::path entry = *store / digest;
+  const int fd = open((*store / (digest + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return;
+  }
+  std::error_code ec;
+  fs::create_directory(entry, ec);
+  if (ec || !fs::is_directory(fs::symlink_status(entry, ec))) {
+    close(fd);
+    return;
+  }
+  if (!HandExtensionEntry(entry, root ? limits.sandbox_uid : geteuid())) {
+    fs::remove_all(entry, ec);
+    fs::create_directory(entry, ec);
+    HandExtensionEntry(entry, root ? limits.sandbox_uid : geteuid());
+  }
+  spec->env["TORCH_EXTENSIONS_DIR"] = entry.string();
+  if (!root) spec->writable_paths.push_back(entry);
+  std::lock_guard<std::mutex> lock(candidate_cache_mu);
+  extension_loans[dir.string()] = {entry, fd};
+}
+
+// After the job (or instead of it): the entry back to root and to the next job of its source.
+void ReturnCandidateExtensions(const fs::path& dir) {
+  ExtensionLoan loan;
+  {
+    std::lock_guard<std::mutex> lock(candidate_cache_mu);
+    auto it = extension_loans.find(dir.string());
+    if (it == extension_loans.end()) return;
+    loan = it->second;
+    extension_loans.erase(it);
+  }
+  if (!HandExtensionEntry(loan.entry, geteuid() == 0 ? 0 : geteuid())) {
+    std::error_code ec;
+    fs::remove_all(loan.entry, ec);
+  }
+  close(loan.lock_fd);
+}
+
 }  // namespace
 
 Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& files, const Limits& limits, fs::path* job_dir,
@@ -318,11 +425,22 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
     KF_RETURN_IF_ERROR(WriteFile(dir / name, bytes.data(), bytes.size()));
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", job.dump(1)));
   SeedCandidateCompileCache(job, files, limits, dir);
-  return PythonJobSpec(job, limits, dir);
+  ProcessSpec spec = PythonJobSpec(job, limits, dir);
+  LendCandidateExtensions(job, files, limits, dir, &spec);
+  return spec;
+}
+
+void AbandonPythonJob(const fs::path& dir) {
+  {
+    std::lock_guard<std::mutex> lock(candidate_cache_mu);
+    candidate_cache_of.erase(dir.string());
+  }
+  ReturnCandidateExtensions(dir);
 }
 
 WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {
   SaveCandidateCompileCache(dir);
+  ReturnCandidateExtensions(dir);
   WorkerRun run = ReadWorkerRun(std::move(process), dir);
   VerifyPythonResult(&run);
   return run;

@@ -67,6 +67,9 @@ ProcessSpec PythonJobSpec(const nlohmann::json& job, const Limits& limits, const
 // temporary one) and returns PythonJobSpec for it.
 Result<ProcessSpec> PreparePythonJob(const nlohmann::json& job, const PythonJobFiles& files, const Limits& limits,
                                      std::filesystem::path* job_dir, const std::filesystem::path& parent = {});
+// A prepared job that will not run: what PreparePythonJob lent it (its torch extension folder)
+// goes back, and its caches are not saved.
+void AbandonPythonJob(const std::filesystem::path& dir);
 // A prepared job's outcome once its worker ended as `process` says: stage, result.json,
 // verified (VerifyPythonResult), with its wall time.
 WorkerRun FinishPythonJob(ProcessResult process, const std::filesystem::path& dir);

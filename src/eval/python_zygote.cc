@@ -449,7 +449,10 @@ std::optional<WarmPythonJob> StartInWarmPythonWorker(ProcessRunner& runner, cons
   if (!spec.ok() || !Within(spec->writable_paths, like.writable_paths) ||
       !Within(spec->readable_paths, like.readable_paths) ||
       (geteuid() == 0 && spec->limits.drop_privileges && chown(dir.c_str(), z.uid(), 65534) != 0)) {
-    if (!dir.empty()) fs::remove_all(dir, ec);
+    if (!dir.empty()) {
+      AbandonPythonJob(dir);
+      fs::remove_all(dir, ec);
+    }
     Release(entry);
     return std::nullopt;
   }

@@ -306,6 +306,105 @@ TEST_F(PyTorchTest, GivenAModelNewWithAnInlineExtensionItIsBuiltInTheSandboxAndJ
   for (const std::string& w : v->warnings) EXPECT_EQ(w.find("defines no kernel"), std::string::npos) << w;
 }
 
+// A candidate's torch extension folder is its own (python_worker.cc, CandidateExtensions): what
+// one plants there no candidate of other source sees, nor can it add to the store; a later job of
+// the same source sees what the earlier one left, and finds its extension built (ninja no-op).
+TEST_F(PyTorchTest, GivenACandidatePlantingInItsTorchExtensionFolderNoOtherCandidateSeesItAndItsOwnNextJobDoes) {
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  o.static_check = false;  // the planter opens files
+  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  auto judge = [&](const fs::path& candidate) {
+    Result<Verdict> v = Evaluate(*p, candidate, o, *runner_);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Verdict{};
+  };
+  Result<fs::path> cache = CacheDir();
+  ASSERT_TRUE(cache.ok());
+  const fs::path store = *cache / "python" / "candidate-extensions";
+  auto entry = [&](const fs::path& candidate) { return store / Sha256Hex(ReadFile(candidate).value()); };
+  const fs::path planter = kKb / "candidates" / "12_plant_extension.py";
+  const fs::path victim = kKb / "candidates" / "12_load_inline_checked.py";
+  const fs::path count = entry(planter) / "kforge_test_gemm_mul_leaky_checked" / "kforge-planted";
+
+  Verdict a = judge(planter);
+  ASSERT_EQ(a.status, VerdictStatus::kCorrect) << a.message;
+  Result<std::string> first = ReadFile(count);
+  ASSERT_TRUE(first.ok()) << "the job's torch extension folder was not its source's entry: " << count;
+  EXPECT_FALSE(fs::exists(store / "kforge-planted-store")) << "a candidate added a folder to the store";
+
+  Verdict b = judge(victim);
+  ASSERT_EQ(b.status, VerdictStatus::kCorrect) << b.message << "\n" << b.compiler_output;
+  const fs::path built = entry(victim) / "kforge_test_gemm_mul_leaky_checked" / "kforge_test_gemm_mul_leaky_checked.so";
+  struct stat before = {}, after = {};
+  ASSERT_EQ(lstat(built.c_str(), &before), 0) << "the extension was not built in its source's entry: " << built;
+  if (geteuid() == 0) {
+    // Between jobs an entry is root's alone.
+    struct stat st = {};
+    ASSERT_EQ(lstat(entry(victim).c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+    EXPECT_EQ(before.st_uid, 0u);
+  }
+
+  // PyTorch before 2 rewrites main.cpp at every load_inline, and ninja then rebuilds; later
+  // versions write it only when it changed.
+  const fs::path main_cpp = built.parent_path() / "main.cpp";
+  struct stat source_before = {}, source_after = {};
+  ASSERT_EQ(lstat(main_cpp.c_str(), &source_before), 0);
+  Verdict again = judge(victim);
+  ASSERT_EQ(again.status, VerdictStatus::kCorrect) << again.message;
+  ASSERT_EQ(lstat(built.c_str(), &after), 0);
+  ASSERT_EQ(lstat(main_cpp.c_str(), &source_after), 0);
+  if (source_after.st_mtim.tv_sec == source_before.st_mtim.tv_sec && source_after.st_mtim.tv_nsec == source_before.st_mtim.tv_nsec) {
+    EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec) << "the second job rebuilt the extension";
+    EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec) << "the second job rebuilt the extension";
+  }
+
+  Verdict c = judge(planter);
+  ASSERT_EQ(c.status, VerdictStatus::kCorrect) << c.message;
+  Result<std::string> second = ReadFile(count);
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(std::stoi(*second), std::stoi(*first)) << "the planter's second job did not start from its first job's folder";
+}
+
+// One job of a source at a time holds its entry: a second job of the same source prepared while
+// the first is out builds in its own folder; once the first is given back, the entry is lent again.
+TEST_F(PyTorchTest, GivenTwoJobsOfOneSourceAtOnceTheSecondBuildsItsExtensionsInItsOwnFolder) {
+  PythonJobFiles files;
+  files.copies["candidate.py"] = NewSource(kKb / "candidates" / "12_load_inline_checked.py");
+  const nlohmann::json job = {{"mode", "candidate"}};
+  Limits limits;
+  limits.sandbox_uid = 54321;
+  fs::path first_dir, second_dir, third_dir;
+  Result<ProcessSpec> first = PreparePythonJob(job, files, limits, &first_dir);
+  Result<ProcessSpec> second = PreparePythonJob(job, files, limits, &second_dir);
+  ASSERT_TRUE(first.ok() && second.ok());
+  const fs::path entry = first->env.at("TORCH_EXTENSIONS_DIR");
+  EXPECT_EQ(entry.parent_path().filename(), "candidate-extensions") << entry;
+  EXPECT_EQ(second->env.at("TORCH_EXTENSIONS_DIR"), (second_dir / "torch_extensions").string());
+  if (geteuid() == 0) {
+    struct stat st = {};
+    ASSERT_EQ(lstat(entry.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 54321u) << "the entry is not the job's user's while lent";
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+  }
+  AbandonPythonJob(first_dir);
+  AbandonPythonJob(second_dir);
+  if (geteuid() == 0) {
+    struct stat st = {};
+    ASSERT_EQ(lstat(entry.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u) << "the entry is not root's again once given back";
+  }
+  Result<ProcessSpec> third = PreparePythonJob(job, files, limits, &third_dir);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->env.at("TORCH_EXTENSIONS_DIR"), entry.string());
+  AbandonPythonJob(third_dir);
+  std::error_code ec;
+  for (const fs::path& d : {first_dir, second_dir, third_dir}) fs::remove_all(d, ec);
+}
+
 TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_native.cc", "cpp");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
