@@ -1456,10 +1456,9 @@ def probe(modules=()):
 
 
 def main(argv):
-    # What jobs make in the caches candidates share (torch extensions) stays writable for the
-    # group every sandbox user is in: warm zygotes run their jobs under ids of their own
-    # (python_zygote.h uid()).
-    os.umask(0o002)
+    # Nothing a job makes is for another sandbox user to write (they share group nogroup); a
+    # candidate's torch extension folder is lent to its job alone (python_worker.cc).
+    os.umask(0o022)
     if len(argv) >= 2 and argv[1] == "probe":
         return probe(tuple(argv[2:]))
     if len(argv) == 3 and argv[1] == "run":

@@ -1544,8 +1544,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
     return false;
   }
   // Kernels it defines: __global__ functions, functions after a DSL's kernel decorator (kernels.h).
-  if (source_.find("load_inline") == std::string::npos && source_.find("cpp_extension") == std::string::npos &&
-      OwnKernelNames(source_).empty())
+  if (!BuildsTorchExtension(source_) && OwnKernelNames(source_).empty())
     verdict_.warnings.push_back(
         "the candidate defines no kernel of its own (no load_inline, no function after " + KernelDecoratorList() + "): it is PyTorch code");
   if (failed_stage == "check") {

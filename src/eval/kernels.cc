@@ -87,6 +87,10 @@ std::regex DecoratorPattern() {
 
 }  // namespace
 
+bool BuildsTorchExtension(const std::string& source) {
+  return source.find("load_inline") != std::string::npos || source.find("cpp_extension") != std::string::npos;
+}
+
 std::string KernelDecoratorList() {
   std::string list;
   for (const std::string& d : KernelDecorators()) list += (list.empty() ? "" : ", ") + (d[0] == '@' ? d : "@" + d);

@@ -26,6 +26,8 @@ namespace kforge {
 std::vector<std::string> OwnKernelNames(const std::string& source);
 // The specs' kernel decorators for messages: "@triton.jit, @jit, ...".
 std::string KernelDecoratorList();
+// Whether a Python source names torch's extension builder (load_inline, torch.utils.cpp_extension).
+bool BuildsTorchExtension(const std::string& source);
 // The namespaces `source` declares (`namespace a {`, `namespace a::b {`), innermost names too.
 std::vector<std::string> DeclaredNamespaces(const std::string& source);
 

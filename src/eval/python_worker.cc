@@ -1,11 +1,14 @@
 #include "eval/python_worker.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -16,6 +19,7 @@
 #include "base/files.h"
 #include "base/parallel.h"
 #include "base/stats.h"
+#include "eval/kernels.h"
 #include "eval/python_zygote.h"
 #include "kforge/verdict.h"
 
@@ -301,13 +305,18 @@ void SaveCandidateCompileCache(const fs::path& dir) {
 //   - an flock on <store>/<digest>.lock, held by this process, makes it one job's at a time; a
 //     job of the same source that finds it taken builds in <job>/torch_extensions instead;
 //   - with root, the entry and what is in it become the job's user's before the job (0700, so
-//     no other sandbox user can enter it) and root's again after every process of the job ended;
-//     links to files (a second name of a file elsewhere) and torch's stale build locks go;
+//     no other sandbox user can enter it) and root's again after every process of the job ended
+//     (HandExtensionFolder); a job whose processes may have outlived it (no PID namespace of its
+//     own, a warm worker that did not end) has its entry removed instead. Only a user of the
+//     job's own is lent an entry: never `nobody`, whom other jobs share;
 //   - without root, the job's sandbox shows that entry writable and nothing else of the store
 //     (such a job runs cold: a warm worker's sandbox has no such folder).
-// So what a job leaves in its entry only later jobs of the same source see, as with Triton's.
-constexpr uint64_t kCandidateExtensionBytes = 1ull << 30;  // an entry's limits, else it goes
-constexpr uint64_t kCandidateExtensionFiles = 10000;       // (a build makes about ten)
+// Only sources that name torch's extension builder get one. So what a job leaves in its entry
+// only later jobs of the same source see, as with Triton's cache.
+constexpr uint64_t kExtensionEntryBytes = 1ull << 30;  // an entry's limits after its job, else it goes
+constexpr uint64_t kExtensionEntryFiles = 10000;       // (a build makes about ten files, depth 1)
+constexpr int kExtensionEntryDepth = 8;
+constexpr size_t kExtensionEntriesKept = 256;  // the store's, the least recently lent go first
 
 struct ExtensionLoan {
   fs::path entry;
@@ -315,37 +324,107 @@ struct ExtensionLoan {
 };
 std::map<std::string, ExtensionLoan> extension_loans;  // job folder -> its entry (candidate_cache_mu)
 
-// Gives the entry and what is in it to `uid` (group nogroup), or to root when `uid` is 0, without
-// following a link; drops set-id bits and others' write bits. False when the entry is over its
-// limits (then not all of it was handed over).
-bool HandExtensionEntry(const fs::path& entry, uid_t uid) {
+struct HandOverCount {
+  uint64_t bytes = 0, files = 0;
+};
+
+// Gives the folder open as `dirfd` and what is in it to `uid` (group nogroup), or to root when
+// `uid` is 0, through descriptors, never by path: each folder is made root's and 0700 before it
+// is read, so that no process of the job's user can swap a name in it for a link meanwhile.
+// Links, second names of files (hard links: a file of another entry), special files and torch's
+// build lock (<name>/lock, which a killed build leaves and which would make every later job of
+// the source wait forever) are removed; set-id and group or others' write bits dropped. False
+// when the folder is past the limits or cannot be walked: then it is not handed over whole.
+bool HandExtensionFolder(int dirfd, uid_t uid, int depth, HandOverCount* count) {
   const bool root = geteuid() == 0;
   const gid_t gid = uid == 0 ? 0 : 65534;
-  uint64_t bytes = 0, files = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(entry, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (++files > kCandidateExtensionFiles) return false;
-    struct stat st = {};
-    if (lstat(it->path().c_str(), &st) != 0) continue;
-    // A second name of a file elsewhere, or torch's build lock (FileBaton) left by a killed job,
-    // which would make every later job of this source wait for a build that never ends.
-    if ((S_ISREG(st.st_mode) && st.st_nlink > 1) || (it.depth() == 1 && it->path().filename() == "lock")) {
-      unlink(it->path().c_str());
-      continue;
-    }
-    bytes += S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
-    if (S_ISLNK(st.st_mode)) {
-      if (root) (void)!lchown(it->path().c_str(), uid, gid);
-      continue;
-    }
-    if (root) (void)!lchown(it->path().c_str(), uid, gid);
-    const mode_t want = st.st_mode & (uid == 0 ? 0755 : 0775);
-    if (want != (st.st_mode & 07777)) chmod(it->path().c_str(), want);
+  if (root && fchown(dirfd, 0, 0) != 0) return false;
+  if (fchmod(dirfd, 0700) != 0) return false;
+  const int listing = dup(dirfd);
+  DIR* d = listing < 0 ? nullptr : fdopendir(listing);
+  if (!d) {
+    if (listing >= 0) close(listing);
+    return false;
   }
-  if (root) (void)!chown(entry.c_str(), uid, gid);
-  chmod(entry.c_str(), 0700);
-  return bytes <= kCandidateExtensionBytes;
+  bool ok = true;
+  std::vector<std::string> folders;
+  while (ok) {
+    errno = 0;
+    const dirent* e = readdir(d);
+    if (!e) {
+      ok = errno == 0;
+      break;
+    }
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st = {};
+    if (++count->files > kExtensionEntryFiles || fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      ok = false;
+    } else if (S_ISDIR(st.st_mode) && !(depth == 1 && name == "lock")) {
+      folders.push_back(name);
+    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1 && !(depth == 1 && name == "lock")) {
+      count->bytes += static_cast<uint64_t>(st.st_size);
+      // The folder is root's now: the name still is this file.
+      ok = (!root || fchownat(dirfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) == 0) &&
+           fchmodat(dirfd, name.c_str(), st.st_mode & 0755, 0) == 0;
+    } else {
+      ok = unlinkat(dirfd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == 0;
+    }
+  }
+  closedir(d);
+  for (const std::string& name : folders) {
+    if (!ok || depth + 1 > kExtensionEntryDepth) return false;
+    const int sub = openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ok = sub >= 0 && HandExtensionFolder(sub, uid, depth + 1, count);
+    if (sub >= 0) close(sub);
+  }
+  if (!ok || count->bytes > kExtensionEntryBytes) return false;
+  return (!root || fchown(dirfd, uid, gid) == 0) && fchmod(dirfd, depth == 0 ? 0700 : 0755) == 0;
+}
+
+bool HandExtensionEntry(const fs::path& entry, uid_t uid) {
+  const int fd = open(entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  HandOverCount count;
+  const bool ok = HandExtensionFolder(fd, uid, 0, &count);
+  close(fd);
+  return ok;
+}
+
+// Out of every sandbox user's reach at once (<store>/.removed is root's, 0700), then deleted as
+// far as that goes.
+void RemoveExtensionEntry(const fs::path& entry) {
+  const fs::path bin = entry.parent_path() / ".removed";
+  std::error_code ec;
+  fs::create_directory(bin, ec);
+  chmod(bin.c_str(), 0700);
+  static std::atomic<uint64_t> serial{0};
+  const fs::path gone = bin / (entry.filename().string() + "." + std::to_string(getpid()) + "." + std::to_string(++serial));
+  fs::rename(entry, gone, ec);
+  if (ec) return;
+  for (const auto& child : fs::directory_iterator(bin, ec)) fs::remove_all(child.path(), ec);
+}
+
+// Keeps the store to kExtensionEntriesKept entries: the least recently lent ones not lent now go.
+void PruneExtensionStore(const fs::path& store) {
+  std::vector<std::pair<fs::file_time_type, std::string>> entries;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(store, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() == 64 && e.is_directory(ec)) entries.push_back({fs::last_write_time(store / (name + ".lock"), ec), name});
+  }
+  if (entries.size() <= kExtensionEntriesKept) return;
+  std::sort(entries.begin(), entries.end());
+  for (size_t i = 0; i + kExtensionEntriesKept < entries.size(); ++i) {
+    const fs::path lock = store / (entries[i].second + ".lock");
+    const int fd = open(lock.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      RemoveExtensionEntry(store / entries[i].second);
+      unlink(lock.c_str());
+    }
+    close(fd);
+  }
 }
 
 // Lends the candidate's entry to the job in `dir` (its TORCH_EXTENSIONS_DIR in `spec`).
@@ -354,11 +433,12 @@ void LendCandidateExtensions(const json& job, const PythonJobFiles& files, const
   auto source = files.copies.find("candidate.py");
   if (job.value("mode", "") != "candidate" || source == files.copies.end()) return;
   const bool root = geteuid() == 0;
-  // With root but no user of its own the job could not be kept out of other entries.
-  if (root && (!limits.drop_privileges || limits.sandbox_uid == 0)) return;
-  Result<fs::path> store = CandidateExtensionStore();
+  // With root, a user of the job's own: nobody (65534) may be other jobs' too.
+  if (root && (!limits.drop_privileges || limits.sandbox_uid == 0 || limits.sandbox_uid == 65534)) return;
   Result<std::string> bytes = ReadFile(source->second);
-  if (!store.ok() || !bytes.ok()) return;
+  if (!bytes.ok() || !BuildsTorchExtension(*bytes)) return;
+  Result<fs::path> store = CandidateExtensionStore();
+  if (!store.ok()) return;
   const std::string digest = Sha256Hex(*bytes);
   const fs::path entry = *store / digest;
   const int fd = open((*store / (digest + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -367,25 +447,27 @@ void LendCandidateExtensions(const json& job, const PythonJobFiles& files, const
     close(fd);
     return;
   }
+  futimens(fd, nullptr);  // lent now: the last to go when the store is pruned
   std::error_code ec;
-  fs::create_directory(entry, ec);
-  if (ec || !fs::is_directory(fs::symlink_status(entry, ec))) {
-    close(fd);
-    return;
+  const bool made = fs::create_directory(entry, ec);
+  const uid_t to = root ? limits.sandbox_uid : geteuid();
+  if (ec || !HandExtensionEntry(entry, to)) {
+    RemoveExtensionEntry(entry);
+    if (!fs::create_directory(entry, ec) || !HandExtensionEntry(entry, to)) {
+      close(fd);
+      return;
+    }
   }
-  if (!HandExtensionEntry(entry, root ? limits.sandbox_uid : geteuid())) {
-    fs::remove_all(entry, ec);
-    fs::create_directory(entry, ec);
-    HandExtensionEntry(entry, root ? limits.sandbox_uid : geteuid());
-  }
+  if (made) PruneExtensionStore(*store);
   spec->env["TORCH_EXTENSIONS_DIR"] = entry.string();
   if (!root) spec->writable_paths.push_back(entry);
   std::lock_guard<std::mutex> lock(candidate_cache_mu);
   extension_loans[dir.string()] = {entry, fd};
 }
 
-// After the job (or instead of it): the entry back to root and to the next job of its source.
-void ReturnCandidateExtensions(const fs::path& dir) {
+// After the job, or instead of it: the entry root's again (removed if the job's processes may
+// still live, or it is past its limits), and free for the next job of its source.
+void ReturnCandidateExtensions(const fs::path& dir, bool processes_ended) {
   ExtensionLoan loan;
   {
     std::lock_guard<std::mutex> lock(candidate_cache_mu);
@@ -394,10 +476,7 @@ void ReturnCandidateExtensions(const fs::path& dir) {
     loan = it->second;
     extension_loans.erase(it);
   }
-  if (!HandExtensionEntry(loan.entry, geteuid() == 0 ? 0 : geteuid())) {
-    std::error_code ec;
-    fs::remove_all(loan.entry, ec);
-  }
+  if (!processes_ended || !HandExtensionEntry(loan.entry, geteuid() == 0 ? 0 : geteuid())) RemoveExtensionEntry(loan.entry);
   close(loan.lock_fd);
 }
 
@@ -435,12 +514,12 @@ void AbandonPythonJob(const fs::path& dir) {
     std::lock_guard<std::mutex> lock(candidate_cache_mu);
     candidate_cache_of.erase(dir.string());
   }
-  ReturnCandidateExtensions(dir);
+  ReturnCandidateExtensions(dir, true);
 }
 
 WorkerRun FinishPythonJob(ProcessResult process, const fs::path& dir) {
   SaveCandidateCompileCache(dir);
-  ReturnCandidateExtensions(dir);
+  ReturnCandidateExtensions(dir, process.pid_namespace);
   WorkerRun run = ReadWorkerRun(std::move(process), dir);
   VerifyPythonResult(&run);
   return run;

@@ -226,7 +226,9 @@ ProcessResult PythonZygote::Run(const ProcessSpec& spec, const fs::path& dir) {
     }
   }
   r.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  r.pid_namespace = true;  // the zygote refuses to serve outside a PID namespace of its own
+  // The zygote refuses to serve outside a PID namespace of its own, and ends every process of a
+  // job before it answers; one that neither answered nor ended may have left the job's running.
+  r.pid_namespace = done_.count(id) > 0 || ended_;
   auto it = done_.find(id);
   if (it == done_.end()) {
     // The zygote ended (or was ended) during the job: that is how the job ended.

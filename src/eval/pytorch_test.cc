@@ -405,6 +405,87 @@ TEST_F(PyTorchTest, GivenTwoJobsOfOneSourceAtOnceTheSecondBuildsItsExtensionsInI
   for (const fs::path& d : {first_dir, second_dir, third_dir}) fs::remove_all(d, ec);
 }
 
+// What a job may leave in its entry that the hand-over back to root does not keep: links,
+// second names of files, special files, torch's stale build lock; an entry deeper than a build
+// goes whole, as does one whose job's processes may have outlived it. Jobs of user nobody and
+// sources that build no extension are lent none.
+TEST_F(PyTorchTest, GivenAnEntryWithLinksAndAStaleLockTheHandOverKeepsOnlyItsOwnFiles) {
+  if (geteuid() != 0) GTEST_SKIP() << "the hand-over changes owners: it needs root";
+  PythonJobFiles files;
+  files.copies["candidate.py"] = NewSource(kKb / "candidates" / "12_load_inline_checked.py");
+  const nlohmann::json job = {{"mode", "candidate"}};
+  Limits limits;
+  limits.sandbox_uid = 54322;
+  fs::path dir;
+  std::vector<fs::path> dirs;
+  struct Remove {
+    std::vector<fs::path>& dirs;
+    ~Remove() {
+      std::error_code ec;
+      for (const fs::path& d : dirs) fs::remove_all(d, ec);
+    }
+  } remove{dirs};
+  Result<ProcessSpec> spec = PreparePythonJob(job, files, limits, &dir);
+  ASSERT_TRUE(spec.ok());
+  const fs::path entry = spec->env.at("TORCH_EXTENSIONS_DIR");
+  const fs::path build = entry / "ext";
+  fs::create_directories(build);
+  ASSERT_TRUE(WriteFileAtomic(build / "ext.so", "built").ok());
+  chmod((build / "ext.so").c_str(), 06777);
+  ASSERT_TRUE(WriteFileAtomic(build / "lock", "").ok());
+  fs::create_symlink("/etc/passwd", build / "passwd");
+  const fs::path outside = entry.parent_path() / ("outside-" + std::to_string(getpid()));  // same file system
+  ASSERT_TRUE(WriteFileAtomic(outside, "another entry's file").ok());
+  fs::create_hard_link(outside, build / "second_name");
+  ASSERT_EQ(mkfifo((build / "fifo").c_str(), 0666), 0);
+  AbandonPythonJob(dir);
+  dirs.push_back(dir);
+  struct stat st = {};
+  ASSERT_EQ(lstat((build / "ext.so").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  for (const char* gone : {"lock", "passwd", "second_name", "fifo"})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(build / gone))) << gone;
+  EXPECT_TRUE(fs::exists(outside));
+  fs::remove(outside);
+  EXPECT_EQ(ReadFile("/etc/passwd").ok(), true);
+
+  // Deeper than any build: the entry goes.
+  Result<ProcessSpec> deep = PreparePythonJob(job, files, limits, &dir);
+  ASSERT_TRUE(deep.ok());
+  ASSERT_EQ(deep->env.at("TORCH_EXTENSIONS_DIR"), entry.string());
+  fs::path chain = entry;
+  for (int i = 0; i < 12; ++i) chain /= "d";
+  fs::create_directories(chain);
+  AbandonPythonJob(dir);
+  dirs.push_back(dir);
+  EXPECT_FALSE(fs::exists(build / "ext.so")) << "an entry past the depth limit was kept";
+
+  // A job whose processes may still run: its entry goes.
+  Result<ProcessSpec> live = PreparePythonJob(job, files, limits, &dir);
+  ASSERT_TRUE(live.ok());
+  ASSERT_TRUE(WriteFileAtomic(fs::path(live->env.at("TORCH_EXTENSIONS_DIR")) / "kept", "x").ok());
+  ProcessResult outlived;
+  outlived.pid_namespace = false;
+  Cleanup(FinishPythonJob(outlived, dir));
+  dirs.push_back(dir);
+  EXPECT_FALSE(fs::exists(entry / "kept")) << "the entry of a job that may have left processes running was kept";
+
+  limits.sandbox_uid = 65534;
+  Result<ProcessSpec> shared = PreparePythonJob(job, files, limits, &dir);
+  ASSERT_TRUE(shared.ok());
+  EXPECT_EQ(shared->env.at("TORCH_EXTENSIONS_DIR"), (dir / "torch_extensions").string()) << "nobody was lent an entry";
+  AbandonPythonJob(dir);
+  dirs.push_back(dir);
+  limits.sandbox_uid = 54322;
+  files.copies["candidate.py"] = NewSource(kKb / "candidates" / "12_torch_ops.py");
+  Result<ProcessSpec> plain = PreparePythonJob(job, files, limits, &dir);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->env.at("TORCH_EXTENSIONS_DIR"), (dir / "torch_extensions").string()) << "a source that builds no extension was lent an entry";
+  AbandonPythonJob(dir);
+  dirs.push_back(dir);
+}
+
 TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_native.cc", "cpp");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
