@@ -401,8 +401,7 @@ void RemoveExtensionEntry(const fs::path& entry) {
   static std::atomic<uint64_t> serial{0};
   const fs::path gone = bin / (entry.filename().string() + "." + std::to_string(getpid()) + "." + std::to_string(++serial));
   fs::rename(entry, gone, ec);
-  if (ec) return;
-  for (const auto& child : fs::directory_iterator(bin, ec)) fs::remove_all(child.path(), ec);
+  if (!ec) fs::remove_all(gone, ec);  // what cannot be deleted stays there, unreachable
 }
 
 // Keeps the store to kExtensionEntriesKept entries: the least recently lent ones not lent now go.

@@ -486,6 +486,34 @@ TEST_F(PyTorchTest, GivenAnEntryWithLinksAndAStaleLockTheHandOverKeepsOnlyItsOwn
   dirs.push_back(dir);
 }
 
+// The store keeps the 256 entries lent last: the oldest entry not lent now goes when a new one
+// is made.
+TEST_F(PyTorchTest, GivenMoreSourcesThanTheExtensionStoreKeepsTheLeastRecentlyLentEntryGoes) {
+  const nlohmann::json job = {{"mode", "candidate"}};
+  Limits limits;
+  limits.sandbox_uid = 54323;
+  std::vector<fs::path> entries;
+  for (int i = 0; i < 258; ++i) {
+    PythonJobFiles files;
+    files.copies["candidate.py"] = NewSource(kKb / "candidates" / "12_load_inline_checked.py");
+    fs::path dir;
+    Result<ProcessSpec> spec = PreparePythonJob(job, files, limits, &dir);
+    ASSERT_TRUE(spec.ok());
+    entries.push_back(spec->env.at("TORCH_EXTENSIONS_DIR"));
+    ASSERT_EQ(entries.back().parent_path().filename(), "candidate-extensions");
+    AbandonPythonJob(dir);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (i == 0) {
+      // Lent longest ago: an hour back.
+      const fs::path lock = entries[0].string() + ".lock";
+      fs::last_write_time(lock, fs::last_write_time(lock) - std::chrono::hours(1));
+    }
+  }
+  EXPECT_FALSE(fs::exists(entries[0])) << "the entry lent longest ago was kept";
+  for (size_t i = entries.size() - 256; i < entries.size(); ++i) EXPECT_TRUE(fs::exists(entries[i])) << i;
+}
+
 TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs) {
   Verdict v = Eval(kGemm, kKb / "candidates" / "12_native.cc", "cpp");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message << "\n" << v.compiler_output;
