@@ -217,7 +217,7 @@ class Evaluation {
   Result<bool> RunPythonCandidate();
   Result<bool> CheckPythonTiming(const WorkerRun& run);
   void NoteHeadStart(const WorkerTiming& tj);
-  bool CheckPythonClocks(const PythonTiming& t);
+  bool CheckPythonClocks(const PythonTiming& t, const std::vector<double>& enqueue_ms);
   bool CheckSupervisorClock(const WorkerTiming& tj, const TimingStats& stats);
   void WarnIfWallBounded(const TimingStats& stats);
   Result<bool> CheckTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples, bool fresh);
@@ -981,6 +981,10 @@ Result<bool> Evaluation::RunCandidate() {
   return ok;
 }
 
+// How far a queued Python call's host time may pass its device time (CheckPythonClocks), less a
+// quarter of the device time: the synchronize's wake-up and the timer's own Python.
+constexpr double kQueuedHostGapMs = 0.075;
+
 // The gates a loaded machine can also trip: the supervisor's and the host's clocks against the
 // device timer, and the hand-over of outputs. A forger trips them on every job; an honest kernel
 // beside other work (the 2-core CI VM at load 8) sometimes on one.
@@ -1608,7 +1612,7 @@ Result<bool> Evaluation::CheckPythonTiming(const WorkerRun& run) {
                                            std::to_string(tj.threads_after) + " during the timed runs (background work)", "threads");
     return false;
   }
-  if (!CheckSupervisorClock(tj, *verdict_.timing) || !CheckPythonClocks(t)) return false;
+  if (!CheckSupervisorClock(tj, *verdict_.timing) || !CheckPythonClocks(t, tj.enqueue_ms)) return false;
   WarnIfWallBounded(*verdict_.timing);
   return true;
 }
@@ -1632,7 +1636,7 @@ void Evaluation::NoteHeadStart(const WorkerTiming& tj) {
 // Work that escapes the child's timers shows as supervisor time: wall time far above the device
 // time the child reports (side streams, patched timers), or preparing and collecting a run taking
 // far longer than before the candidate was loaded (work moved outside the timed call).
-bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
+bool Evaluation::CheckPythonClocks(const PythonTiming& t, const std::vector<double>& enqueue_ms) {
   const double device = SetMedian(t.device_ms, t.sets), effective = verdict_.timing->median_ms, host = verdict_.timing->host_median_ms;
   // On a CPU device the candidate and the supervisor share the cores: a loaded machine adds
   // milliseconds of scheduling delay to the supervisor's clock, so only far larger gaps count
@@ -1648,6 +1652,23 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t) {
                                            " ms, round trip " + std::to_string(t.overhead_ms) + " ms) is far above the device time the candidate's process reports (" +
                                            std::to_string(device) + " ms): work escapes the device timer (a side stream or host work) or the timers are patched", "host_time");
     return false;
+  }
+  // A call queued behind the head start: its host time, the head start left out, is the device's
+  // time plus the launches the head start did not cover, give or take the synchronize's wake-up.
+  // More than that is the device busy past the end event (work on a stream of the candidate's
+  // own) or host work after it, which the supervisor's bound sees only beyond its tolerance.
+  const double queue_ms = verdict_.fingerprint.value("device", json::object()).value("queue_ms", 0.0);
+  if (!cpu && queue_ms > 0) {
+    const double hidden = QueuedHostExcess(t.host_ms, t.device_ms, enqueue_ms, queue_ms);
+    if (hidden > 0.25 * device + kQueuedHostGapMs) {
+      Finish(VerdictStatus::kSuspicious,
+             fmt::format("the calls' host time exceeds their device time by {:.3f} ms (median) beyond what their launches "
+                         "took past the {:.3f} ms head start (device median {:.4f} ms): work escapes the device timer (a "
+                         "stream of the candidate's own, or host work after the call)",
+                         hidden, queue_ms, device),
+             "host_time");
+      return false;
+    }
   }
   struct Phase { const char* what; double median, calibrated; };
   for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", Median(t.prepare_ms), t.calibration_prepare_ms},

@@ -299,6 +299,15 @@ std::string SupervisorBoundRule() {
          std::to_string(static_cast<int>(kBoundDeviations)) + " overhead_mad_ms (TimingFromWorker)";
 }
 
+double QueuedHostExcess(const std::vector<double>& host_ms, const std::vector<double>& device_ms,
+                        const std::vector<double>& enqueue_ms, double queue_ms) {
+  if (host_ms.empty() || host_ms.size() != device_ms.size() || host_ms.size() != enqueue_ms.size()) return 0;
+  std::vector<double> beyond;
+  for (size_t i = 0; i < host_ms.size(); ++i)
+    beyond.push_back(host_ms[i] - device_ms[i] - std::max(0.0, enqueue_ms[i] - queue_ms));
+  return Median(beyond);
+}
+
 TimingStats TimingFromWorker(const WorkerTiming& timing) {
   const std::vector<int> sets = TimingSets(timing, timing.device_ms.size());
   TimingStats t = ComputeStats(timing.device_ms, timing.host_ms, sets);

@@ -188,6 +188,13 @@ std::vector<int> TimingSets(const WorkerTiming& timing, size_t runs);
 double SupervisorBound(double wall_median_ms, double overhead_ms, double device_median_ms, double overhead_mad_ms);
 // The same rule in words (a Python verdict's fingerprint.timing.clock).
 std::string SupervisorBoundRule();
+// Calls queued behind a head start of `queue_ms` (docs/evaluation.md, "Fence"): the median over
+// runs of the host time beyond the device time and beyond what the launches took past the head
+// start (enqueue_ms - queue_ms). An honest call's is the synchronize's wake-up; one that keeps
+// the device busy past its end event (a stream of its own) adds that work. 0 when the series'
+// lengths differ or are empty.
+double QueuedHostExcess(const std::vector<double>& host_ms, const std::vector<double>& device_ms,
+                        const std::vector<double>& enqueue_ms, double queue_ms);
 
 // The statistics of a worker's timing (kforge-worker or the Python worker): device samples, and
 // a median never below SupervisorBound. The device timer runs inside the candidate's process,

@@ -283,5 +283,19 @@ TEST(WorkerReportTest, GivenAMalformedReportReadWorkerRunMakesAnUnfinishedRunWit
   Cleanup(ok);
 }
 
+// Queued calls (a head start of 0.2 ms): an honest call's host time is its device time and the
+// synchronize's wake-up; a call whose work ran on a stream of its own past the end event keeps
+// that work in its host time; launches slower than the head start are not counted against it.
+TEST(QueuedHostExcessTest, GivenWorkPastTheEndEventItIsTheExcessAndSlowLaunchesAreNot) {
+  const double queue = 0.2;
+  EXPECT_NEAR(QueuedHostExcess({0.031, 0.029, 0.030}, {0.010, 0.011, 0.010}, {0.05, 0.04, 0.05}, queue), 0.020, 1e-9);
+  // Side-stream work: 0.1 ms the events do not enclose.
+  EXPECT_NEAR(QueuedHostExcess({0.125, 0.120, 0.130}, {0.004, 0.004, 0.004}, {0.06, 0.05, 0.06}, queue), 0.121, 1e-9);
+  // Launches that took 0.5 ms, 0.3 past the head start: the device waited for them, not hidden.
+  EXPECT_NEAR(QueuedHostExcess({0.33, 0.34, 0.32}, {0.01, 0.01, 0.01}, {0.5, 0.5, 0.5}, queue), 0.02, 1e-9);
+  EXPECT_EQ(QueuedHostExcess({0.3}, {0.01, 0.01}, {0.05}, queue), 0.0);  // lengths differ
+  EXPECT_EQ(QueuedHostExcess({}, {}, {}, queue), 0.0);
+}
+
 }  // namespace
 }  // namespace kforge
