@@ -1658,7 +1658,7 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t, const std::vector<doub
   // More than that is the device busy past the end event (work on a stream of the candidate's
   // own) or host work after it, which the supervisor's bound sees only beyond its tolerance.
   const double queue_ms = verdict_.fingerprint.value("device", json::object()).value("queue_ms", 0.0);
-  if (!cpu && queue_ms > 0) {
+  if (queue_ms > 0) {  // CUDA only: the head start is a spin on the device
     const double hidden = QueuedHostExcess(t.host_ms, t.device_ms, enqueue_ms, queue_ms);
     if (hidden > 0.25 * device + kQueuedHostGapMs) {
       Finish(VerdictStatus::kSuspicious,

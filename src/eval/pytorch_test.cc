@@ -520,6 +520,60 @@ TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs
   EXPECT_EQ(v.trials.size(), 7u);
 }
 
+// Rewrites a Python candidate job's report as if its calls had been queued behind a 0.2 ms head
+// start and their host time were the device time plus `excess_ms` (the launches inside the head
+// start): what the queued host-time gate reads, without a GPU. Runs cold (no warm worker sees it).
+class QueuedHostRunner : public ProcessRunner {
+ public:
+  explicit QueuedHostRunner(double excess_ms) : excess_ms_(excess_ms) {}
+  ProcessResult Run(const ProcessSpec& spec) override {
+    ProcessResult r = real_->Run(spec);
+    auto run = std::find(spec.argv.begin(), spec.argv.end(), "run");
+    if (run == spec.argv.end() || run + 1 == spec.argv.end()) return r;
+    const fs::path dir = *(run + 1);
+    Result<std::string> job = ReadFile(dir / "job.json");
+    Result<std::string> text = ReadFile(dir / "result.json");
+    if (!job.ok() || !text.ok() || nlohmann::json::parse(*job).value("mode", "") != "candidate") return r;
+    nlohmann::json result = nlohmann::json::parse(*text);
+    if (!result.contains("timing")) return r;
+    nlohmann::json& timing = result["timing"];
+    const size_t n = timing["device_ms"].size();
+    timing["enqueue_ms"] = std::vector<double>(n, 0.05);
+    for (size_t i = 0; i < n; ++i) timing["host_ms"][i] = timing["device_ms"][i].get<double>() + excess_ms_;
+    result["fingerprint"]["queue_ms"] = 0.2;
+    const std::string rewritten = result.dump();
+    EXPECT_TRUE(WriteFileAtomic(dir / "result.json", rewritten).ok());
+    r.out += "\nkforge-result " + Sha256Hex(rewritten) + "\n";
+    ++rewritten_;
+    return r;
+  }
+  int rewritten_ = 0;
+
+ private:
+  const double excess_ms_;
+  std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
+};
+
+TEST_F(PyTorchTest, GivenQueuedCallsWhoseHostTimeOutrunsTheirDeviceTimeTheVerdictIsSuspiciousHostTime) {
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  const fs::path candidate = kKb / "candidates" / "12_torch_ops.py";
+  QueuedHostRunner hidden(1.0);  // 1 ms past the device time, the launches inside the head start
+  Result<Verdict> v = Evaluate(*p, candidate, o, hidden);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_GE(hidden.rewritten_, 1);
+  EXPECT_EQ(v->status, VerdictStatus::kSuspicious) << v->message;
+  EXPECT_EQ(v->gate, "host_time");
+  EXPECT_NE(v->message.find("beyond what their launches took past the 0.200 ms head start"), std::string::npos) << v->message;
+  QueuedHostRunner honest(0.02);  // the synchronize's wake-up
+  Result<Verdict> h = Evaluate(*p, candidate, o, honest);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_GE(honest.rewritten_, 1);
+  EXPECT_EQ(h->status, VerdictStatus::kCorrect) << h->message;
+}
+
 // Runs everything in the real sandbox and keeps, per job, the input files each set names: the
 // Python reference's (result.json) and kforge-worker's (job.json).
 class InputFilesRunner : public ProcessRunner {
