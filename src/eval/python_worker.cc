@@ -13,7 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <thread>
 
 #include "base/files.h"
@@ -251,9 +251,22 @@ void CopyCacheTree(const fs::path& from, const fs::path& to, uint64_t limit) {
   }
 }
 
+// A candidate job's source (its candidate.py) and that source's SHA-256, which keys its compile
+// caches; none for other jobs, or when the source cannot be read.
+struct CandidateSource {
+  std::string bytes, digest;
+};
+std::optional<CandidateSource> CandidateSourceOf(const json& job, const PythonJobFiles& files) {
+  auto source = files.copies.find("candidate.py");
+  if (job.value("mode", "") != "candidate" || source == files.copies.end()) return std::nullopt;
+  Result<std::string> bytes = ReadFile(source->second);
+  if (!bytes.ok()) return std::nullopt;
+  return CandidateSource{*bytes, Sha256Hex(*bytes)};
+}
+
 // Fills `dir`/triton from the candidate's store entry and remembers the entry for
 // SaveCandidateCompileCache. Only candidate jobs of a source file (candidate.py) have one.
-void SeedCandidateCompileCache(const json& job, const PythonJobFiles& files, const Limits& limits, const fs::path& dir) {
+void SeedCandidateCompileCache(const std::optional<CandidateSource>& source, const Limits& limits, const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir / "triton", ec);
   // The job's, as its folder is (subprocess.cc hands the folder itself to the sandbox's user).
@@ -268,16 +281,14 @@ void SeedCandidateCompileCache(const json& job, const PythonJobFiles& files, con
         (void)!lchown(it->path().c_str(), limits.sandbox_uid, 65534);
     }
   } hand_over{dir / "triton", limits};
-  auto source = files.copies.find("candidate.py");
-  if (job.value("mode", "") != "candidate" || source == files.copies.end()) return;
+  if (!source) return;
   Result<fs::path> cache = CacheDir();
-  Result<std::string> bytes = ReadFile(source->second);
-  if (!cache.ok() || !bytes.ok()) return;
+  if (!cache.ok()) return;
   const fs::path store = *cache / "python" / "candidate-triton";
   fs::create_directories(store, ec);
   if (ec) return;
   chmod(store.c_str(), 0700);  // the trusted process's alone
-  const fs::path entry = store / Sha256Hex(*bytes);
+  const fs::path entry = store / source->digest;
   if (fs::exists(entry, ec)) CopyCacheTree(entry, dir / "triton", kCandidateCacheBytes);
   std::lock_guard<std::mutex> lock(candidate_cache_mu);
   candidate_cache_of[dir.string()] = entry;
@@ -357,12 +368,13 @@ bool HandExtensionFolder(int dirfd, uid_t uid, int depth, HandOverCount* count) 
     }
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
+    const bool build_lock = depth == 1 && name == "lock";
     struct stat st = {};
     if (++count->files > kExtensionEntryFiles || fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       ok = false;
-    } else if (S_ISDIR(st.st_mode) && !(depth == 1 && name == "lock")) {
+    } else if (S_ISDIR(st.st_mode) && !build_lock) {
       folders.push_back(name);
-    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1 && !(depth == 1 && name == "lock")) {
+    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1 && !build_lock) {
       count->bytes += static_cast<uint64_t>(st.st_size);
       // The folder is root's now: the name still is this file.
       ok = (!root || fchownat(dirfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) == 0) &&
@@ -427,18 +439,15 @@ void PruneExtensionStore(const fs::path& store) {
 }
 
 // Lends the candidate's entry to the job in `dir` (its TORCH_EXTENSIONS_DIR in `spec`).
-void LendCandidateExtensions(const json& job, const PythonJobFiles& files, const Limits& limits, const fs::path& dir,
+void LendCandidateExtensions(const std::optional<CandidateSource>& source, const Limits& limits, const fs::path& dir,
                              ProcessSpec* spec) {
-  auto source = files.copies.find("candidate.py");
-  if (job.value("mode", "") != "candidate" || source == files.copies.end()) return;
+  if (!source || !BuildsTorchExtension(source->bytes)) return;
   const bool root = geteuid() == 0;
   // With root, a user of the job's own: nobody (65534) may be other jobs' too.
   if (root && (!limits.drop_privileges || limits.sandbox_uid == 0 || limits.sandbox_uid == 65534)) return;
-  Result<std::string> bytes = ReadFile(source->second);
-  if (!bytes.ok() || !BuildsTorchExtension(*bytes)) return;
   Result<fs::path> store = CandidateExtensionStore();
   if (!store.ok()) return;
-  const std::string digest = Sha256Hex(*bytes);
+  const std::string& digest = source->digest;
   const fs::path entry = *store / digest;
   const int fd = open((*store / (digest + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;
@@ -475,7 +484,7 @@ void ReturnCandidateExtensions(const fs::path& dir, bool processes_ended) {
     loan = it->second;
     extension_loans.erase(it);
   }
-  if (!processes_ended || !HandExtensionEntry(loan.entry, geteuid() == 0 ? 0 : geteuid())) RemoveExtensionEntry(loan.entry);
+  if (!processes_ended || !HandExtensionEntry(loan.entry, geteuid())) RemoveExtensionEntry(loan.entry);
   close(loan.lock_fd);
 }
 
@@ -502,9 +511,10 @@ Result<ProcessSpec> PreparePythonJob(const json& job, const PythonJobFiles& file
   for (const auto& [name, bytes] : files.blobs)
     KF_RETURN_IF_ERROR(WriteFile(dir / name, bytes.data(), bytes.size()));
   KF_RETURN_IF_ERROR(WriteFileAtomic(dir / "job.json", job.dump(1)));
-  SeedCandidateCompileCache(job, files, limits, dir);
+  const std::optional<CandidateSource> source = CandidateSourceOf(job, files);
+  SeedCandidateCompileCache(source, limits, dir);
   ProcessSpec spec = PythonJobSpec(job, limits, dir);
-  LendCandidateExtensions(job, files, limits, dir, &spec);
+  LendCandidateExtensions(source, limits, dir, &spec);
   return spec;
 }
 
