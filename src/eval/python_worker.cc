@@ -21,6 +21,7 @@
 #include "base/stats.h"
 #include "eval/kernels.h"
 #include "eval/python_zygote.h"
+#include "eval/worker_client.h"
 #include "kforge/verdict.h"
 
 namespace kforge {
@@ -82,6 +83,17 @@ Result<fs::path> CandidateExtensionStore() {
 // candidate must not be able to plant a slow artefact for the baseline. Without root there is no
 // second user, so baseline jobs get fresh caches (always cold). The shared cache folders are the
 // only ones besides the job folder the sandbox lets the worker write.
+// kforge-nvcc beside kforge-worker; "" when it is not there or KFORGE_NVCC_LANES=0.
+fs::path NvccWrapperPath() {
+  if (const char* e = std::getenv("KFORGE_NVCC_LANES"); e && std::string(e) == "0") return {};
+  static const fs::path path = [] {
+    std::error_code ec;
+    const fs::path p = WorkerPath().parent_path() / "kforge-nvcc";
+    return fs::exists(p, ec) && access(p.c_str(), X_OK) == 0 ? fs::canonical(p, ec) : fs::path();
+  }();
+  return path;
+}
+
 void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spec) {
   std::map<std::string, std::string>& env = spec->env;
   env = {
@@ -101,6 +113,13 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
   }
   const bool root = geteuid() == 0;
   if (mode == "candidate") {
+    // load_inline's CUDA builds go through kforge-nvcc (backend/cuda/nvcc_lanes.h): cudafe++
+    // and the device compile side by side. A PYTORCH_NVCC of the user's is the nvcc it drives.
+    if (const fs::path nvcc = NvccWrapperPath(); !nvcc.empty()) {
+      if (const char* own = std::getenv("PYTORCH_NVCC"); own && *own) env["KFORGE_REAL_NVCC"] = own;
+      env["PYTORCH_NVCC"] = nvcc.string();
+      spec->readable_paths.push_back(nvcc.parent_path());
+    }
     // With root the store is writable in the sandbox (a warm worker's jobs all see it), guarded
     // by ownership: the store is root's (0755), each entry root's (0700) but while lent. Without
     // root a job's sandbox shows its own entry writable, nothing else of the store.

@@ -420,7 +420,7 @@ ProcessSpec ZygoteSandbox(const json& job, const Limits& limits) {
   like_job.erase("lock_file");
   // Its folder is named, never made: only the rebased parts of the environment depend on it.
   ProcessSpec like = PythonJobSpec(like_job, limits, "/nonexistent/kforge-zygote-job");
-  if (fs::path locks = DeviceLockPath("x").parent_path(); !locks.empty()) like.readable_paths = {locks};
+  if (fs::path locks = DeviceLockPath("x").parent_path(); !locks.empty()) like.readable_paths.push_back(locks);
   return like;
 }
 

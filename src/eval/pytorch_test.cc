@@ -306,6 +306,20 @@ TEST_F(PyTorchTest, GivenAModelNewWithAnInlineExtensionItIsBuiltInTheSandboxAndJ
   for (const std::string& w : v->warnings) EXPECT_EQ(w.find("defines no kernel"), std::string::npos) << w;
 }
 
+// load_inline's CUDA builds go through kforge-nvcc (backend/cuda/nvcc_lanes.h): a candidate job
+// finds it as PYTORCH_NVCC, and it compiles there, in the sandbox, with its two lanes.
+TEST_F(PyTorchTest, GivenACandidateJobItsPytorchNvccIsKforgeNvccAndCompilesInTheSandbox) {
+  if (!std::filesystem::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no nvcc at /usr/local/cuda/bin";
+  Result<Problem> p = LoadProblem(kGemm);
+  ASSERT_TRUE(p.ok());
+  EvalOptions o = Options("pytorch");
+  o.static_check = false;  // the candidate runs kforge-nvcc through subprocess
+  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
+  Result<Verdict> v = Evaluate(*p, kKb / "candidates" / "12_nvcc_in_sandbox.py", o, *runner_);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->status, VerdictStatus::kCorrect) << v->message << "\n" << v->compiler_output;
+}
+
 // A candidate's torch extension folder is its own (python_worker.cc, CandidateExtensions): what
 // one plants there no candidate of other source sees, nor can it add to the store; a later job of
 // the same source sees what the earlier one left, and finds its extension built (ninja no-op).
