@@ -228,6 +228,13 @@ Status Build(ProcessRunner& runner, const BackendSpec& backend, const fs::path& 
   spec.argv.insert(spec.argv.end(), link.begin(), link.end());
   spec.cwd = dir;
   spec.env = CompilerEnv(dir);
+  // nvcc's host front end and device compile side by side (kforge-nvcc), driving this nvcc.
+  if (device_compiler && std::string_view(backend.toolchain.name) == "nvcc") {
+    if (fs::path lanes = NvccWrapperPath(); !lanes.empty()) {
+      spec.env["KFORGE_REAL_NVCC"] = tool;
+      spec.argv[0] = lanes.string();
+    }
+  }
   spec.limits.wall_seconds = 180;
   spec.limits.cpu_seconds = 300;
   spec.limits.address_space_bytes = device_compiler ? 16ull << 30 : 4ull << 30;

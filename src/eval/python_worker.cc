@@ -83,17 +83,6 @@ Result<fs::path> CandidateExtensionStore() {
 // candidate must not be able to plant a slow artefact for the baseline. Without root there is no
 // second user, so baseline jobs get fresh caches (always cold). The shared cache folders are the
 // only ones besides the job folder the sandbox lets the worker write.
-// kforge-nvcc beside kforge-worker; "" when it is not there or KFORGE_NVCC_LANES=0.
-fs::path NvccWrapperPath() {
-  if (const char* e = std::getenv("KFORGE_NVCC_LANES"); e && std::string(e) == "0") return {};
-  static const fs::path path = [] {
-    std::error_code ec;
-    const fs::path p = WorkerPath().parent_path() / "kforge-nvcc";
-    return fs::exists(p, ec) && access(p.c_str(), X_OK) == 0 ? fs::canonical(p, ec) : fs::path();
-  }();
-  return path;
-}
-
 void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spec) {
   std::map<std::string, std::string>& env = spec->env;
   env = {

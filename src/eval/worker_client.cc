@@ -127,6 +127,14 @@ fs::path WorkerPath() {
   return ExecutableDir() / "kforge-worker";
 }
 
+fs::path NvccWrapperPath() {
+  if (const char* e = std::getenv("KFORGE_NVCC_LANES"); e && std::string(e) == "0") return {};
+  std::error_code ec;
+  const fs::path p = WorkerPath().parent_path() / "kforge-nvcc";
+  if (!fs::is_regular_file(p, ec) || access(p.c_str(), X_OK) != 0) return {};
+  return fs::canonical(p, ec);
+}
+
 namespace {
 
 // About what the job's folder will hold: the input files, every check's outputs (twice with

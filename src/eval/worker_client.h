@@ -90,6 +90,11 @@ void Cleanup(const WorkerRun& run);
 // Path of kforge-worker: $KFORGE_WORKER, else beside the running executable.
 std::filesystem::path WorkerPath();
 
+// kforge-nvcc (backend/cuda/nvcc_lanes.h) beside kforge-worker, which builds with cudafe++ and
+// the device compile side by side: the cuda backend's candidates and load_inline's builds go
+// through it. "" when it is not there or KFORGE_NVCC_LANES=0.
+std::filesystem::path NvccWrapperPath();
+
 // Holds a device's lock exclusive (<cache>/locks/<name>.lock, base/device_lock.h) for as long
 // as it lives: around jobs that time or measure and do not lock for themselves (peaks, profiles).
 class DeviceLock {

@@ -169,6 +169,9 @@ TEST_F(CudaTest, GivenEveryBundledCudaKernelNvccBuildsItAndReportsResources) {
       ASSERT_TRUE(out.ok()) << out.status().ToString();
       EXPECT_TRUE(out->ok) << c << "\n" << out->log;
       EXPECT_FALSE(out->resources["kernels"].empty()) << c << "\n" << out->log;
+      // Built by kforge-nvcc (cudafe++ and the device compile side by side), which passed ptxas's
+      // report on as nvcc does.
+      if (!out->command.empty()) EXPECT_EQ(fs::path(out->command[0]).filename(), "kforge-nvcc") << out->command[0];
       ++built;
     }
   }
