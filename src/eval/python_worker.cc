@@ -103,9 +103,11 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
   const bool root = geteuid() == 0;
   if (mode == "candidate") {
     // load_inline's CUDA builds go through kforge-nvcc (backend/cuda/nvcc_lanes.h): cudafe++
-    // and the device compile side by side. A PYTORCH_NVCC of the user's is the nvcc it drives.
-    if (const fs::path nvcc = NvccWrapperPath(); !nvcc.empty()) {
-      if (const char* own = std::getenv("PYTORCH_NVCC"); own && *own) env["KFORGE_REAL_NVCC"] = own;
+    // and the device compile side by side. A PYTORCH_NVCC of the user's (PyTorch pastes it into
+    // its build file: "ccache nvcc" works there) is left as it is.
+    if (const char* own = std::getenv("PYTORCH_NVCC"); own && *own) {
+      env["PYTORCH_NVCC"] = own;
+    } else if (const fs::path nvcc = NvccWrapperPath(); !nvcc.empty()) {
       env["PYTORCH_NVCC"] = nvcc.string();
       spec->readable_paths.push_back(nvcc.parent_path());
     }

@@ -52,6 +52,29 @@ struct Step {
 
 bool IsPreprocess(const Step& s) { return Has(s.words, "-E"); }
 
+// True when the line holds anything but words for /bin/sh: an operator, a redirection, a
+// command substitution or a comment outside quotes (then `exec LINE` would not run it as nvcc).
+bool HasShellOperator(std::string_view line) {
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == '\'' ) {
+      if (c == '\'') quote = 0;
+    } else if (c == '\\') {
+      ++i;
+    } else if (quote == '"') {
+      if (c == '"') quote = 0;
+      else if (c == '`' || (c == '$' && i + 1 < line.size() && line[i + 1] == '(')) return true;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (std::string_view(";&|<>`#()\n").find(c) != std::string_view::npos ||
+               (c == '$' && i + 1 < line.size() && line[i + 1] == '(')) {
+      return true;
+    }
+  }
+  return quote != 0;
+}
+
 }  // namespace
 
 std::vector<std::string> ShellWords(std::string_view line) {
@@ -95,7 +118,7 @@ bool NvccArgsNeedPlainNvcc(const std::vector<std::string>& args) {
       "-lib", "--lib", "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-optix-ir", "--optix-ir",
       "-cuda", "--cuda", "-link", "--link", "-v", "--verbose", "-x", "--x", "-odir", "--output-directory",
       "-time", "--time", "-fdevice-time-trace", "--fdevice-time-trace", "-ftime-trace", "--ftime-trace",
-      "-G", "--device-debug", "-lto", "-dlto", "--dlink-time-opt"};
+      "-G", "--device-debug", "-lto", "-dlto", "--dlink-time-opt", "-optf", "--options-file"};
   // Options whose next argument is their value ("-Xptxas -v" asks ptxas, not nvcc, for -v).
   static const std::set<std::string, std::less<>> kTakesValue = {
       "-Xptxas", "--ptxas-options", "-Xcompiler", "--compiler-options", "-Xcudafe", "-Xlinker", "--linker-options",
@@ -143,7 +166,7 @@ Result<NvccPlan> PlanNvccLanes(std::string_view dryrun, const std::string& tmp_d
     if (StartsWith(line, "-- Filter Dependencies -- > ")) {
       if (filter) return Status::InvalidArgument("two dependency filters");
       filter = true;
-      plan.depfile = ShellWords(line.substr(std::string_view("-- Filter Dependencies -- > ").size())).at(0);
+      plan.depfile = std::string(line.substr(std::string_view("-- Filter Dependencies -- > ").size()));
       continue;
     }
     if (StartsWith(line, "--")) return Status::InvalidArgument(fmt::format("an unknown step of nvcc's own: '{}'", line));
@@ -157,6 +180,7 @@ Result<NvccPlan> PlanNvccLanes(std::string_view dryrun, const std::string& tmp_d
       else plan.env.emplace_back(name, value);
       continue;
     }
+    if (HasShellOperator(line)) return Status::InvalidArgument(fmt::format("a step with a shell operator: '{}'", line.substr(0, 120)));
     Step s;
     s.line = std::string(line);
     s.words = ShellWords(line);
@@ -224,17 +248,24 @@ Result<NvccPlan> PlanNvccLanes(std::string_view dryrun, const std::string& tmp_d
       return Status::InvalidArgument(fmt::format("a {} step after the host compile", steps[i].tool));
 
   // nvcc ignores an rm of a file a tool did not write (fatbinary's .fatbin with --embedded-fatbin).
-  auto line_of = [](const Step& s) { return s.tool == "rm" ? "rm -f " + s.line.substr(s.line.find("rm") + 2) : s.line; };
-  plan.host.push_back(steps[host_pp].line);
-  std::string fe_line = fe.line;
-  fe_line.erase(fe_line.find("--gen_module_id_file"), std::string("--gen_module_id_file").size());
-  plan.host.push_back(fe_line);
+  auto step_of = [&](size_t i) {
+    const Step& s = steps[i];
+    return NvccStep{static_cast<int>(i), s.tool == "rm" ? "rm -f " + s.line.substr(s.line.find("rm") + 2) : s.line};
+  };
+  plan.host.push_back(step_of(host_pp));
+  // cudafe++ reads the module id instead of writing one: the flag goes as a whole word.
+  NvccStep fe_step = step_of(front);
+  const std::string flag = " --gen_module_id_file ";
+  const size_t at = (fe_step.line + " ").find(flag);
+  if (at == std::string::npos) return Status::InvalidArgument("cudafe++'s --gen_module_id_file is not a word of its own");
+  fe_step.line.erase(at, flag.size() - 1);
+  plan.host.push_back(std::move(fe_step));
   for (size_t i = 0; i < final_start; ++i) {
     if (static_cast<int>(i) == host_pp || static_cast<int>(i) == front) continue;
-    plan.device.push_back(line_of(steps[i]));
+    plan.device.push_back(step_of(i));
     if (IsPreprocess(steps[i])) plan.preprocessed.push_back(ValueOf(steps[i].words, "-o"));
   }
-  for (size_t i = final_start; i < steps.size(); ++i) plan.final.push_back(line_of(steps[i]));
+  for (size_t i = final_start; i < steps.size(); ++i) plan.final.push_back(step_of(i));
   if (filter) {
     plan.dep_target = output;
     plan.preprocessed.insert(plan.preprocessed.begin(), fe_input);

@@ -26,18 +26,26 @@
 
 namespace kforge {
 
+// One step of nvcc's: its shell command line and its place in nvcc's own order.
+struct NvccStep {
+  int order = 0;
+  std::string line;
+};
+
 struct NvccPlan {
   // The dry run's variables (PATH, CICC_PATH, NVVMIR_LIBRARY_DIR, ...), set for every step.
   std::vector<std::pair<std::string, std::string>> env;
-  // Shell command lines, as nvcc would run them (`rm` made `rm -f`: nvcc ignores a missing file).
-  std::vector<std::string> host;    // the host preprocess, then cudafe++ (reading the module id)
-  std::vector<std::string> device;  // device preprocess, cicc, ptxas, fatbinary, in nvcc's order
-  std::vector<std::string> final;   // the host compile and what follows (a link with -shared)
-  std::string module_id_file;       // written before both chains start
-  std::string source_name;          // --orig_src_file_name ("cuda.cu")
-  std::string source_path;          // --orig_src_path_name
-  // nvcc's "-- Filter Dependencies -- > FILE" (--dependency-output): the file, the rule's
-  // target, and the preprocessed files whose line markers name the dependencies.
+  // Command lines as nvcc would run them (`rm` made `rm -f`: nvcc ignores a missing file); none
+  // holds a shell operator, so each runs as `exec LINE` under /bin/sh.
+  std::vector<NvccStep> host;    // the host preprocess, then cudafe++ (reading the module id)
+  std::vector<NvccStep> device;  // device preprocess, cicc, ptxas, fatbinary, in nvcc's order
+  std::vector<NvccStep> final;   // the host compile and what follows (a link with -shared)
+  std::string module_id_file;    // written before both chains start
+  std::string source_name;       // --orig_src_file_name ("cuda.cu")
+  std::string source_path;       // --orig_src_path_name
+  // nvcc's "-- Filter Dependencies -- > FILE" (--dependency-output): the file as the dry run
+  // prints it (unquoted), the rule's target, and the preprocessed files whose line markers name
+  // the dependencies.
   std::string depfile;
   std::string dep_target;
   std::vector<std::string> preprocessed;
@@ -45,7 +53,8 @@ struct NvccPlan {
 
 // Arguments with which kforge-nvcc leaves everything to nvcc, without a dry run: those that do
 // not compile one source to an object or library (-E, -M, --version, --dryrun, ...), those that
-// keep intermediate files, and relocatable device code (whose module id links translation units).
+// keep intermediate files, relocatable device code (whose module id links translation units),
+// and options files (which could hold any of these).
 bool NvccArgsNeedPlainNvcc(const std::vector<std::string>& args);
 
 // The plan for `nvcc --dryrun` stderr `dryrun` whose intermediate files lie below `tmp_dir`;

@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "backend/cuda/nvcc_lanes.h"
 #include "base/files.h"
@@ -32,20 +33,20 @@ TEST(NvccLanesTest, GivenALoadInlineCompileTheHostAndDeviceChainsSplitAtTheModul
   Result<NvccPlan> plan = PlanNvccLanes(Dryrun("dryrun-load-inline.txt"), kTmp, "cuda.cuda.o");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ASSERT_EQ(plan->host.size(), 2u);
-  EXPECT_TRUE(Contains(plan->host[0], " -E ")) << plan->host[0];
-  EXPECT_EQ(plan->host[1].rfind("cudafe++ ", 0), 0u) << plan->host[1];
+  EXPECT_TRUE(Contains(plan->host[0].line, " -E ")) << plan->host[0].line;
+  EXPECT_EQ(plan->host[1].line.rfind("cudafe++ ", 0), 0u) << plan->host[1].line;
   // cudafe++ reads the module id written beforehand instead of writing its own.
-  EXPECT_FALSE(Contains(plan->host[1], "--gen_module_id_file"));
-  EXPECT_TRUE(Contains(plan->host[1], plan->module_id_file));
+  EXPECT_FALSE(Contains(plan->host[1].line, "--gen_module_id_file"));
+  EXPECT_TRUE(Contains(plan->host[1].line, plan->module_id_file));
   ASSERT_EQ(plan->device.size(), 5u);
-  EXPECT_TRUE(Contains(plan->device[0], " -E "));
-  EXPECT_TRUE(Contains(plan->device[1], "cicc"));
-  EXPECT_TRUE(Contains(plan->device[1], plan->module_id_file));
-  EXPECT_EQ(plan->device[2].rfind("ptxas ", 0), 0u);
-  EXPECT_EQ(plan->device[3].rfind("fatbinary ", 0), 0u);
-  EXPECT_EQ(plan->device[4].rfind("rm -f ", 0), 0u) << plan->device[4];
+  EXPECT_TRUE(Contains(plan->device[0].line, " -E "));
+  EXPECT_TRUE(Contains(plan->device[1].line, "cicc"));
+  EXPECT_TRUE(Contains(plan->device[1].line, plan->module_id_file));
+  EXPECT_EQ(plan->device[2].line.rfind("ptxas ", 0), 0u);
+  EXPECT_EQ(plan->device[3].line.rfind("fatbinary ", 0), 0u);
+  EXPECT_EQ(plan->device[4].line.rfind("rm -f ", 0), 0u) << plan->device[4].line;
   ASSERT_EQ(plan->final.size(), 1u);
-  EXPECT_TRUE(Contains(plan->final[0], "cudafe1.cpp") && Contains(plan->final[0], " -c ")) << plan->final[0];
+  EXPECT_TRUE(Contains(plan->final[0].line, "cudafe1.cpp") && Contains(plan->final[0].line, " -c ")) << plan->final[0].line;
   EXPECT_EQ(plan->module_id_file.rfind(kTmp + "/", 0), 0u);
   EXPECT_EQ(plan->source_name, "cuda.cu");
   EXPECT_EQ(plan->depfile, "cuda.cuda.o.d");
@@ -64,9 +65,9 @@ TEST(NvccLanesTest, GivenTwoArchitecturesBothDeviceChainsRunInTheDeviceLane) {
   Result<NvccPlan> plan = PlanNvccLanes(Dryrun("dryrun-two-archs.txt"), kTmp, "/tmp/gelu.o");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   int cicc = 0, ptxas = 0;
-  for (const std::string& l : plan->device) {
-    cicc += Contains(l, "/cicc\"");
-    ptxas += l.rfind("ptxas ", 0) == 0;
+  for (const NvccStep& s : plan->device) {
+    cicc += Contains(s.line, "/cicc\"");
+    ptxas += s.line.rfind("ptxas ", 0) == 0;
   }
   EXPECT_EQ(cicc, 2);
   EXPECT_EQ(ptxas, 2);
@@ -80,9 +81,9 @@ TEST(NvccLanesTest, GivenASharedLibraryTheLinkStepsStayAfterTheHostCompile) {
   Result<NvccPlan> plan = PlanNvccLanes(Dryrun("dryrun-shared.txt"), kTmp, "/tmp/gelu.so");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ASSERT_EQ(plan->final.size(), 6u);
-  EXPECT_TRUE(Contains(plan->final[0], "cudafe1.cpp"));
-  EXPECT_EQ(plan->final[1].rfind("nvlink ", 0), 0u);
-  EXPECT_EQ(plan->final[5].rfind("g++ ", 0), 0u);
+  EXPECT_TRUE(Contains(plan->final[0].line, "cudafe1.cpp"));
+  EXPECT_EQ(plan->final[1].line.rfind("nvlink ", 0), 0u);
+  EXPECT_EQ(plan->final[5].line.rfind("g++ ", 0), 0u);
   EXPECT_EQ(plan->source_name, "seeds/naive_cuda.cu");
 }
 
@@ -291,9 +292,52 @@ TEST_F(NvccProgramTest, GivenWhatOnlyNvccDoesItRunsNvccItself) {
   ASSERT_EQ(lanes.rc, 0) << lanes.err;
   EXPECT_TRUE(Contains(lanes.err, "plain nvcc")) << lanes.err;
   EXPECT_TRUE(fs::exists(dir_ / "k.ii"));
+  // nvcc's own flag variables may hold anything (-v, --dryrun): nvcc alone reads them.
+  Outcome appended = Sh(dir_, env_ + " KFORGE_NVCC_VERBOSE=1 NVCC_APPEND_FLAGS=-v", KFORGE_NVCC_WRAPPER, "-c k.cu -o k.o");
+  ASSERT_EQ(appended.rc, 0) << appended.err;
+  EXPECT_TRUE(Contains(appended.err, "NVCC_APPEND_FLAGS is set")) << appended.err;
+  EXPECT_TRUE(Contains(appended.err, "cicc")) << "nvcc -v lists its steps";
+}
+
+TEST_F(NvccProgramTest, GivenNoUsableNvccItSaysWhatToSet) {
+  Source("k.cu", kKernel);
   Outcome missing = Sh(dir_, "KFORGE_REAL_NVCC=/nonexistent/nvcc", KFORGE_NVCC_WRAPPER, "-c k.cu -o k.o");
   EXPECT_EQ(missing.rc, 127);
-  EXPECT_TRUE(Contains(missing.err, "cannot run /nonexistent/nvcc")) << missing.err;
+  EXPECT_TRUE(Contains(missing.err, "KFORGE_REAL_NVCC='/nonexistent/nvcc' is not an executable")) << missing.err;
+  // Pointed at itself it would run itself for ever.
+  Outcome self = Sh(dir_, std::string("KFORGE_REAL_NVCC='") + KFORGE_NVCC_WRAPPER + "'", KFORGE_NVCC_WRAPPER, "-c k.cu -o k.o");
+  EXPECT_EQ(self.rc, 127);
+  EXPECT_TRUE(Contains(self.err, "is kforge-nvcc itself")) << self.err;
+  // A name is looked up on PATH.
+  Outcome named = Sh(dir_, "KFORGE_REAL_NVCC=nvcc PATH=" + fs::path(nvcc_).parent_path().string() + ":/usr/bin:/bin",
+                     KFORGE_NVCC_WRAPPER, "-c k.cu -o k.o");
+  EXPECT_EQ(named.rc, 0) << named.err;
+}
+
+TEST_F(NvccProgramTest, GivenADependencyFileWithABlankInItsNameItIsWrittenThere) {
+  Source("k.cu", kKernel);
+  Outcome lanes = Wrapper("--generate-dependencies-with-compile --dependency-output 'o ut.o.d' -c k.cu -o 'o ut.o'");
+  ASSERT_EQ(lanes.rc, 0) << lanes.err;
+  EXPECT_TRUE(DepfileNames(dir_ / "o ut.o.d").count("scale.h"));
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
+// Signals reach the steps: nothing of the build outlives kforge-nvcc, killed or ended.
+TEST_F(NvccProgramTest, GivenASignalOrAKillNoStepOutlivesIt) {
+  Source("k.cu", std::string("#include <cuda/std/complex>\n") + kKernel);  // a front end that takes a while
+  const fs::path tmp = dir_ / "tmp";
+  for (const char* sig : {"TERM", "KILL"}) {
+    const fs::path script = dir_ / "signal.sh";
+    ASSERT_TRUE(WriteFileAtomic(script, "cd '" + dir_.string() + "' && env " + env_ + " '" + KFORGE_NVCC_WRAPPER +
+                                            "' -c k.cu -o k.o 2>/dev/null &\npid=$!\nsleep 0.6\nkill -" + sig +
+                                            " $pid\nwait $pid\necho $?\n").ok());
+    const std::string status = Capture("bash '" + script.string() + "'");
+    EXPECT_EQ(status, std::string(sig) == "TERM" ? "143\n" : "137\n") << sig;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The bracket keeps the pattern from matching the shell that runs pgrep.
+    EXPECT_EQ(Capture("pgrep -f '" + tmp.string() + "/kforge-nvcc[-]' | wc -l"), "0\n") << sig << ": steps still run";
+    if (std::string(sig) == "TERM") EXPECT_TRUE(fs::is_empty(tmp)) << "SIGTERM left the temporary folder";
+  }
 }
 
 }  // namespace
