@@ -227,6 +227,8 @@ TEST_F(CudaTest, GivenNoNvccTheCompileErrorSaysWhatToInstall) {
   ASSERT_TRUE(WriteFileAtomic(dir / "k.cu", "// unique 7f3a\n#include \"kforge_cuda.h\"\n").ok());
   Result<CompileOutput> out = Compile(*runner_, Cuda(), dir / "k.cu", CompileKind::kCandidate, "sm_90");
   if (old) setenv("KFORGE_NVCC", saved.c_str(), 1); else unsetenv("KFORGE_NVCC");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
   ASSERT_TRUE(out.ok());
   EXPECT_FALSE(out->ok);
   EXPECT_NE(out->log.find("nvcc not found"), std::string::npos) << out->log;
