@@ -1451,6 +1451,19 @@ def probe(modules=()):
             info[name] = str(getattr(module, "__version__", "installed"))
         except Exception as e:
             info[name + "_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    # What the answer rests on, for the orchestrator to keep it while none of these changes
+    # (python_worker.cc, ProbePython): the interpreter, each imported module's files, and every
+    # folder on the import path (an install anywhere on it changes that folder).
+    here = os.path.dirname(os.path.abspath(__file__))  # the job's own folder, gone after the probe
+    files = [os.path.realpath(sys.executable)] + [p for p in sys.path if p and os.path.abspath(p) != here]
+    for name in ("torch", "triton") + tuple(modules):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            files += [module.__file__, os.path.dirname(os.path.dirname(module.__file__))]
+    version = sys.modules.get("torch.version")
+    if version is not None and getattr(version, "__file__", None):
+        files.append(version.__file__)
+    info["_rests_on"] = sorted(set(os.path.abspath(f) for f in files))
     print(json.dumps(info))
     return 0
 

@@ -22,7 +22,8 @@ namespace {
 
 // Python-hosted backends: what the Python worker's interpreter has.
 bool CheckPythonBackend(const BackendSpec& b, ProcessRunner& runner) {
-  Result<nlohmann::json> probe = ProbePython(runner, b.python_module);
+  bool kept = false;
+  Result<nlohmann::json> probe = ProbePython(runner, b.python_module, &kept);
   std::string why = !probe.ok() ? probe.status().message() : PythonBackendUnusable(b, *probe);
   if (!why.empty()) {
     fmt::print("  {:<8} NOT USABLE: {}\n", b.name, why);
@@ -30,9 +31,10 @@ bool CheckPythonBackend(const BackendSpec& b, ProcessRunner& runner) {
   }
   const nlohmann::json& j = *probe;
   fmt::print("  {:<8} ok  ({})\n", b.name, b.summary);
-  fmt::print("           python {} ({}), torch {}{}{}\n", j.value("python", ""), j.value("executable", ""),
+  fmt::print("           python {} ({}), torch {}{}{}{}\n", j.value("python", ""), j.value("executable", ""),
              j.value("torch", ""), j.value("torch_compile", false) ? "" : " (no torch.compile)",
-             j.contains("triton") ? ", triton " + j["triton"].get<std::string>() : "");
+             j.contains("triton") ? ", triton " + j["triton"].get<std::string>() : "",
+             kept ? "; kept from an earlier probe, nothing it rests on changed (KFORGE_KEEP_PYTHON_PROBE=0 probes afresh)" : "");
   const std::string module = b.python_module;
   if (!module.empty() && module != "triton" && j[module].is_string())
     fmt::print("           {} {}\n", module, j[module].get<std::string>());

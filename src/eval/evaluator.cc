@@ -1210,7 +1210,9 @@ Status Evaluation::StartPython() {
   if (python_candidate_) PrewarmPythonWorker(runner_, PythonJob("candidate"), PythonLimits());
   // The probe imports the backend's module only for this backend's judgements (CuTe DSL's
   // import alone takes about a second).
-  KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_, backend_->python_module));
+  bool probe_kept = false;
+  KF_ASSIGN_OR_RETURN(py_probe_, ProbePython(runner_, backend_->python_module, &probe_kept));
+  verdict_.fingerprint["trusted_state"]["python_probe"] = probe_kept ? "kept" : "probed";
   if (std::string why = PythonBackendUnusable(*backend_, py_probe_); !why.empty()) return Status::Unavailable(why);
   // Native GPU backends and GPU-minded Python backends run the Python side on the GPU.
   bool gpu = backend_->wants_gpu || backend_->per_device_arch;

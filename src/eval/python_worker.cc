@@ -143,17 +143,59 @@ void SetPythonEnv(const fs::path& dir, const std::string& mode, ProcessSpec* spe
 
 }  // namespace
 
-Result<json> ProbePython(ProcessRunner& runner, const std::string& module) {
-  static std::mutex mu;
-  static std::map<std::string, json> probes;
-  std::lock_guard<std::mutex> lock(mu);
-  json& cached = probes[module];
-  if (!cached.is_null()) return cached;
-  // Every probe reports PyTorch and Triton: one made for another module answers this one too
-  // when it reported it (the triton backend's and pytorch's judgements share one probe).
-  for (const auto& [other, probe] : probes)
-    if (!probe.is_null() && (module.empty() || probe.contains(module) || probe.contains(module + "_error")))
-      return cached = probe;
+namespace {
+
+// A file's or folder's state as a kept probe answer records it: "absent", or its inode, size
+// and modification time (an install into a folder changes the folder's).
+std::string PathState(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "absent";
+  return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+// Where the answer of a probe for `module` is kept: named by what the probe's run depends on
+// besides files (the interpreter, the environment a probe job gets, the worker's own files, the
+// NVIDIA driver and its cards, the device nodes).
+Result<fs::path> KeptProbePath(const std::string& module) {
+  KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
+  ProcessSpec spec;
+  SetPythonEnv("/kforge-probe", "probe", &spec);
+  json key = {{"interpreter", PythonInterpreter()}, {"module", module}, {"env", spec.env}, {"files", json::object()}};
+  for (const auto& [name, from] : PythonWorkerFiles()) key["files"][name] = PathState(from.string());
+  if (Result<std::string> v = ReadFile("/proc/driver/nvidia/version"); v.ok()) key["nvidia"] = *v;
+  std::error_code ec;
+  for (const auto& gpu : fs::directory_iterator("/proc/driver/nvidia/gpus", ec))
+    if (Result<std::string> info = ReadFile(gpu.path() / "information"); info.ok()) key["gpus"][gpu.path().filename().string()] = *info;
+  std::vector<std::string> nodes;
+  for (const auto& node : fs::directory_iterator("/dev", ec)) {
+    const std::string name = node.path().filename().string();
+    if (name.rfind("nvidia", 0) == 0 || name == "kfd" || name == "dxg") nodes.push_back(name);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  key["dev"] = nodes;
+  return cache / "python" / "probes" / (Sha256Hex(key.dump()) + ".json");
+}
+
+}  // namespace
+
+Result<json> ProbePythonOnce(ProcessRunner& runner, const std::string& module, bool* kept) {
+  if (kept) *kept = false;
+  const char* off = std::getenv("KFORGE_KEEP_PYTHON_PROBE");
+  const bool keep = !(off && std::string(off) == "0");
+  Result<fs::path> path = keep ? KeptProbePath(module) : Result<fs::path>(Status::Unavailable("off"));
+  if (path.ok()) {
+    Result<std::string> text = ReadFile(*path);
+    json k = text.ok() ? json::parse(*text, nullptr, false) : json();
+    bool valid = k.is_object() && k.contains("probe") && k["probe"].is_object() && k.contains("rests_on") &&
+                 k["rests_on"].is_object() && !k["rests_on"].empty();
+    if (valid)
+      for (const auto& [file, state] : k["rests_on"].items()) valid = valid && state.is_string() && PathState(file) == state.get<std::string>();
+    if (valid) {
+      if (kept) *kept = true;
+      return k["probe"];
+    }
+  }
   KF_ASSIGN_OR_RETURN(fs::path dir, MakeTempDir("pyprobe"));
   std::error_code ec;
   for (const auto& [name, from] : PythonWorkerFiles()) {
@@ -175,7 +217,39 @@ Result<json> ProbePython(ProcessRunner& runner, const std::string& module) {
     return Status::Unavailable("the Python worker (" + PythonInterpreter() + ") " + r.Describe() +
                                "; install Python 3 with PyTorch (scripts/setup) or set KFORGE_PYTHON\n" +
                                TailLines(r.err, 10, 2000));
-  cached = j;
+  // Kept for the next process while every file and folder the answer rests on is as it was
+  // now (a package installed, upgraded or removed anywhere on the import path changes one).
+  const json rests_on = j.contains("_rests_on") ? j["_rests_on"] : json();
+  j.erase("_rests_on");
+  if (path.ok() && rests_on.is_array() && !rests_on.empty()) {
+    json k = {{"probe", j}, {"rests_on", json::object()}};
+    for (const json& f : rests_on)
+      if (f.is_string()) k["rests_on"][f.get<std::string>()] = PathState(f.get<std::string>());
+    fs::create_directories(path->parent_path(), ec);
+    (void)WriteFileAtomic(*path, k.dump());
+  }
+  return j;
+}
+
+Result<json> ProbePython(ProcessRunner& runner, const std::string& module, bool* kept) {
+  static std::mutex mu;
+  static std::map<std::string, std::pair<json, bool>> probes;  // the answer, and whether it was kept
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [cached, was_kept] = probes[module];
+  if (cached.is_null()) {
+    // Every probe reports PyTorch and Triton: one made for another module answers this one too
+    // when it reported it (the triton backend's and pytorch's judgements share one probe).
+    for (const auto& [other, probe] : probes)
+      if (!probe.first.is_null() && (module.empty() || probe.first.contains(module) || probe.first.contains(module + "_error"))) {
+        cached = probe.first;
+        was_kept = probe.second;
+        break;
+      }
+  }
+  if (cached.is_null()) {
+    KF_ASSIGN_OR_RETURN(cached, ProbePythonOnce(runner, module, &was_kept));
+  }
+  if (kept) *kept = was_kept;
   return cached;
 }
 

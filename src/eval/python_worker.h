@@ -37,7 +37,17 @@ std::map<std::string, std::filesystem::path> PythonWorkerFiles();
 // backend's python_module) its version under its name or why it does not import under
 // "<module>_error". Only the backend that needs a module asks for it: importing CuTe DSL takes
 // about a second. Unavailable when Python itself cannot start.
-Result<nlohmann::json> ProbePython(ProcessRunner& runner, const std::string& module = "");
+Result<nlohmann::json> ProbePython(ProcessRunner& runner, const std::string& module = "", bool* kept = nullptr);
+
+// ProbePython's answer without the in-process memo (`*kept`, in either: whether it was read from
+// disk): the answer kept on disk (the cache's
+// python/probes) while the interpreter, the probe job's environment, the worker's files, the
+// GPUs (NVIDIA driver, cards, device nodes) and every file and folder the answer rests on (each
+// imported module's, every folder on the import path) are as they were, else a probe run, kept
+// for next time. KFORGE_KEEP_PYTHON_PROBE=0 probes every time. Importing
+// PyTorch and Triton and opening CUDA takes 1.5 s on the development VM, about 5 s on an H100
+// host: a one-shot `kforge eval` of a KernelBench problem paid it on every call.
+Result<nlohmann::json> ProbePythonOnce(ProcessRunner& runner, const std::string& module = "", bool* kept = nullptr);
 
 // Why Python-hosted backend `b` cannot judge with the interpreter `probe` describes (PyTorch
 // missing, b.python_module missing, with b.python_module_install's how-to-fix, or no CUDA

@@ -306,6 +306,98 @@ TEST_F(PyTorchTest, GivenAModelNewWithAnInlineExtensionItIsBuiltInTheSandboxAndJ
   for (const std::string& w : v->warnings) EXPECT_EQ(w.find("defines no kernel"), std::string::npos) << w;
 }
 
+// Counts the probe jobs it runs; with `canned`, answers them itself (a probe's JSON) instead of
+// running Python.
+class ProbeCountingRunner : public ProcessRunner {
+ public:
+  explicit ProbeCountingRunner(std::string canned = "") : canned_(std::move(canned)) {}
+  ProcessResult Run(const ProcessSpec& spec) override {
+    const bool probe = std::find(spec.argv.begin(), spec.argv.end(), "probe") != spec.argv.end();
+    probes_ += probe;
+    if (!probe || canned_.empty()) return real_->Run(spec);
+    ProcessResult r;
+    r.end = ProcessResult::End::kExited;
+    r.exit_code = 0;
+    r.out = canned_;
+    return r;
+  }
+  int probes_ = 0;
+
+ private:
+  const std::string canned_;
+  std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
+};
+
+TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunningPython) {
+  // A cache of its own: the suite's set-up probe has kept an answer in the suite's.
+  const std::string suite_cache = std::getenv("KFORGE_CACHE_DIR");
+  const fs::path cache = MakeScratchDir("probe-cache").value();
+  setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
+  ProbeCountingRunner runner;
+  bool kept = true;
+  Result<nlohmann::json> first = ProbePythonOnce(runner, "", &kept);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(runner.probes_, 1);
+  EXPECT_FALSE(first->contains("_rests_on")) << first->dump();
+  Result<nlohmann::json> second = ProbePythonOnce(runner, "", &kept);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(kept);
+  EXPECT_EQ(runner.probes_, 1) << "a kept answer ran Python again";
+  EXPECT_EQ(*second, *first);  // the same answer, so the same trusted-state keys
+  setenv("KFORGE_KEEP_PYTHON_PROBE", "0", 1);
+  Result<nlohmann::json> off = ProbePythonOnce(runner, "", &kept);
+  unsetenv("KFORGE_KEEP_PYTHON_PROBE");
+  setenv("KFORGE_CACHE_DIR", suite_cache.c_str(), 1);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(runner.probes_, 2);
+}
+
+TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoTheProbeRunsAgain) {
+  const fs::path dir = MakeScratchDir("probe-rests-on").value();
+  fs::create_directories(dir / "site-packages");
+  ASSERT_TRUE(WriteFileAtomic(dir / "torch_init.py", "# version 1\n").ok());
+  const nlohmann::json canned = {{"python", "3.11"}, {"torch", "9.9"}, {"devices", {"cpu"}},
+                                 {"_rests_on", {(dir / "torch_init.py").string(), (dir / "site-packages").string()}}};
+  ProbeCountingRunner runner(canned.dump());
+  const std::string module = "kforge_probe_test_" + std::to_string(getpid());  // a key no other test uses
+  auto probe = [&] {
+    bool kept = false;
+    Result<nlohmann::json> j = ProbePythonOnce(runner, module, &kept);
+    EXPECT_TRUE(j.ok());
+    if (j.ok()) EXPECT_EQ(j->value("torch", ""), "9.9");
+    return kept;
+  };
+  EXPECT_FALSE(probe());
+  EXPECT_TRUE(probe());
+  EXPECT_EQ(runner.probes_, 1);
+  // A module's file rewritten (an upgrade in place).
+  ASSERT_TRUE(WriteFileAtomic(dir / "torch_init.py", "# version 2, longer\n").ok());
+  EXPECT_FALSE(probe());
+  EXPECT_TRUE(probe());
+  // A package installed into a folder on the import path.
+  ASSERT_TRUE(WriteFileAtomic(dir / "site-packages" / "triton.py", "").ok());
+  EXPECT_FALSE(probe());
+  EXPECT_TRUE(probe());
+  EXPECT_EQ(runner.probes_, 3);
+  // Other devices visible: another key.
+  const char* old = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string saved = old ? old : "";
+  setenv("CUDA_VISIBLE_DEVICES", "kforge-probe-test", 1);
+  EXPECT_FALSE(probe());
+  if (old) setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1); else unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_TRUE(probe());  // the first environment's answer is still kept
+  EXPECT_EQ(runner.probes_, 4);
+  // An answer that rests on nothing (a worker without the list) is never kept.
+  ProbeCountingRunner bare(nlohmann::json{{"python", "3.11"}, {"torch", "9.9"}}.dump());
+  bool kept = true;
+  ASSERT_TRUE(ProbePythonOnce(bare, module + "_bare", &kept).ok());
+  ASSERT_TRUE(ProbePythonOnce(bare, module + "_bare", &kept).ok());
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(bare.probes_, 2);
+}
+
 // Judges on the CPU while it lives, also when the suite runs on a GPU (KFORGE_TORCH_DEVICE=cuda:0),
 // where PyTorch ops alone are no_custom_kernel: for tests about something other than the device.
 class OnTheCpu {
