@@ -481,6 +481,9 @@ class Supervisor:
             buf = self.copies.get(slot)
             if buf is None or len(buf) < total:
                 buf = self.copies[slot] = bytearray(total)
+            # Through a memoryview: a bytearray's own slice assignment first copies a source that
+            # is not a bytearray into a new one (CPython): 25-36 ms against 4.5-6.5 ms for 32 MiB
+            # in this supervisor on the development VM.
             buf[:total] = memoryview(self.region)[:total]
             view = memoryview(buf)[:total].toreadonly()
         views, offset = [], 0
