@@ -1466,6 +1466,17 @@ def probe(modules=()):
     version = sys.modules.get("torch.version")
     if version is not None and getattr(version, "__file__", None):
         files.append(version.__file__)
+    # Every library the imports and CUDA's start loaded (libcuda: a driver upgraded without a
+    # reboot; a CUDA runtime swapped under the same path).
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+                if path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/", here)) \
+                        and not path.endswith("(deleted)"):
+                    files.append(path)
+    except OSError:
+        pass
     info["_rests_on"] = sorted(set(os.path.abspath(f) for f in files))
     print(json.dumps(info))
     return 0

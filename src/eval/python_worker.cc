@@ -161,7 +161,13 @@ Result<fs::path> KeptProbePath(const std::string& module) {
   KF_ASSIGN_OR_RETURN(fs::path cache, CacheDir());
   ProcessSpec spec;
   SetPythonEnv("/kforge-probe", "probe", &spec);
-  json key = {{"interpreter", PythonInterpreter()}, {"module", module}, {"env", spec.env}, {"files", json::object()}};
+  // The user matters: as root the probe runs as a sandbox user, otherwise as the caller, whose
+  // groups may open device nodes the sandbox user cannot.
+  std::vector<gid_t> groups(256);
+  const int n = getgroups(static_cast<int>(groups.size()), groups.data());
+  groups.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  json key = {{"interpreter", PythonInterpreter()}, {"module", module}, {"env", spec.env}, {"files", json::object()},
+              {"uid", geteuid()}, {"gid", getegid()}, {"groups", groups}};
   for (const auto& [name, from] : PythonWorkerFiles()) key["files"][name] = PathState(from.string());
   if (Result<std::string> v = ReadFile("/proc/driver/nvidia/version"); v.ok()) key["nvidia"] = *v;
   std::error_code ec;
@@ -172,9 +178,11 @@ Result<fs::path> KeptProbePath(const std::string& module) {
     const std::string name = node.path().filename().string();
     if (name.rfind("nvidia", 0) == 0 || name == "kfd" || name == "dxg") nodes.push_back(name);
   }
+  for (const auto& node : fs::directory_iterator("/dev/dri", ec)) nodes.push_back("dri/" + node.path().filename().string());
   std::sort(nodes.begin(), nodes.end());
   key["dev"] = nodes;
-  return cache / "python" / "probes" / (Sha256Hex(key.dump()) + ".json");
+  if (Result<std::string> v = ReadFile("/sys/module/amdgpu/version"); v.ok()) key["amdgpu"] = *v;
+  return cache / "python" / "probes" / (Sha256Hex(key.dump(-1, ' ', false, json::error_handler_t::replace)) + ".json");
 }
 
 }  // namespace
@@ -219,14 +227,22 @@ Result<json> ProbePythonOnce(ProcessRunner& runner, const std::string& module, b
                                TailLines(r.err, 10, 2000));
   // Kept for the next process while every file and folder the answer rests on is as it was
   // now (a package installed, upgraded or removed anywhere on the import path changes one).
+  // Never an answer that may be a passing state: PyTorch that did not import, or no CUDA device
+  // on a machine with an NVIDIA or AMD driver (CUDA's start fails while the fabric manager
+  // starts, after a suspend, ...); those are probed again by the next process.
   const json rests_on = j.contains("_rests_on") ? j["_rests_on"] : json();
   j.erase("_rests_on");
-  if (path.ok() && rests_on.is_array() && !rests_on.empty()) {
+  bool gpu_seen = false;
+  for (const json& d : j.value("devices", json::array())) gpu_seen |= d.is_string() && d.get<std::string>().rfind("cuda", 0) == 0;
+  const bool driver = fs::exists("/proc/driver/nvidia/version", ec) || fs::exists("/dev/kfd", ec);
+  if (path.ok() && rests_on.is_array() && !rests_on.empty() && !j.contains("error") && (gpu_seen || !driver)) {
     json k = {{"probe", j}, {"rests_on", json::object()}};
     for (const json& f : rests_on)
       if (f.is_string()) k["rests_on"][f.get<std::string>()] = PathState(f.get<std::string>());
+    // Written by kforge only: root's and readable (the cache's other stores), or the caller's.
     fs::create_directories(path->parent_path(), ec);
-    (void)WriteFileAtomic(*path, k.dump());
+    chmod(path->parent_path().c_str(), geteuid() == 0 ? 0755 : 0700);
+    (void)WriteFileAtomic(*path, k.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   return j;
 }

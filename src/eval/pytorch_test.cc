@@ -333,6 +333,13 @@ TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunning
   const std::string suite_cache = std::getenv("KFORGE_CACHE_DIR");
   const fs::path cache = MakeScratchDir("probe-cache").value();
   setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
+  struct Restore {
+    std::string dir;
+    ~Restore() {
+      setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
+      unsetenv("KFORGE_KEEP_PYTHON_PROBE");
+    }
+  } restore{suite_cache};
   ProbeCountingRunner runner;
   bool kept = true;
   Result<nlohmann::json> first = ProbePythonOnce(runner, "", &kept);
@@ -348,7 +355,6 @@ TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunning
   setenv("KFORGE_KEEP_PYTHON_PROBE", "0", 1);
   Result<nlohmann::json> off = ProbePythonOnce(runner, "", &kept);
   unsetenv("KFORGE_KEEP_PYTHON_PROBE");
-  setenv("KFORGE_CACHE_DIR", suite_cache.c_str(), 1);
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(kept);
   EXPECT_EQ(runner.probes_, 2);
@@ -389,6 +395,15 @@ TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoThePro
   if (old) setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1); else unsetenv("CUDA_VISIBLE_DEVICES");
   EXPECT_TRUE(probe());  // the first environment's answer is still kept
   EXPECT_EQ(runner.probes_, 4);
+  // An answer that may be a passing state is never kept: PyTorch that did not import.
+  nlohmann::json broken = canned;
+  broken["error"] = "PyTorch does not import: a test";
+  ProbeCountingRunner failing(broken.dump());
+  ASSERT_TRUE(ProbePythonOnce(failing, module + "_error", nullptr).ok());
+  bool kept_error = true;
+  ASSERT_TRUE(ProbePythonOnce(failing, module + "_error", &kept_error).ok());
+  EXPECT_FALSE(kept_error);
+  EXPECT_EQ(failing.probes_, 2);
   // An answer that rests on nothing (a worker without the list) is never kept.
   ProbeCountingRunner bare(nlohmann::json{{"python", "3.11"}, {"torch", "9.9"}}.dump());
   bool kept = true;
