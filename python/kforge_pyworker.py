@@ -1471,7 +1471,8 @@ def probe(modules=()):
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
-                path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+                fields = line.split(None, 5)
+                path = fields[5].strip() if len(fields) == 6 else ""
                 if path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/", here)) \
                         and not path.endswith("(deleted)"):
                     files.append(path)

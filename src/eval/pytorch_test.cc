@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "base/files.h"
+#include "base/scoped_env.h"
 #include "base/subprocess.h"
 #include "eval/fault_runner.h"
 #include "eval/python_worker.h"
@@ -221,14 +222,9 @@ TEST_F(PyTorchTest, GivenAModelNewInPyTorchItIsCorrectAgainstTheFloat64Reference
 // verdict stands.
 TEST_F(PyTorchTest, GivenASecondJudgementTheReferencesAreKeptAndAChangedOneIsComputedAgain) {
   // A cache of its own: the suite's is shared by the tests of one process.
-  const std::string suite_cache = std::getenv("KFORGE_CACHE_DIR");
   const fs::path cache = MakeScratchDir("pytest-trusted").value();
   chmod(cache.c_str(), 0755);
-  setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
-  struct Restore {
-    std::string dir;
-    ~Restore() { setenv("KFORGE_CACHE_DIR", dir.c_str(), 1); }
-  } restore{suite_cache};
+  ScopedEnv own_cache("KFORGE_CACHE_DIR", cache.string());
   const fs::path candidate = kKb / "candidates" / "12_torch_ops.py";
   Verdict first = Eval(kGemm, candidate, "pytorch");
   ASSERT_EQ(first.status, VerdictStatus::kCorrect) << first.message;
@@ -330,16 +326,7 @@ class ProbeCountingRunner : public ProcessRunner {
 
 TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunningPython) {
   // A cache of its own: the suite's set-up probe has kept an answer in the suite's.
-  const std::string suite_cache = std::getenv("KFORGE_CACHE_DIR");
-  const fs::path cache = MakeScratchDir("probe-cache").value();
-  setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
-  struct Restore {
-    std::string dir;
-    ~Restore() {
-      setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
-      unsetenv("KFORGE_KEEP_PYTHON_PROBE");
-    }
-  } restore{suite_cache};
+  ScopedEnv own_cache("KFORGE_CACHE_DIR", MakeScratchDir("probe-cache").value().string());
   ProbeCountingRunner runner;
   bool kept = true;
   Result<nlohmann::json> first = ProbePythonOnce(runner, "", &kept);
@@ -352,9 +339,10 @@ TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunning
   EXPECT_TRUE(kept);
   EXPECT_EQ(runner.probes_, 1) << "a kept answer ran Python again";
   EXPECT_EQ(*second, *first);  // the same answer, so the same trusted-state keys
-  setenv("KFORGE_KEEP_PYTHON_PROBE", "0", 1);
-  Result<nlohmann::json> off = ProbePythonOnce(runner, "", &kept);
-  unsetenv("KFORGE_KEEP_PYTHON_PROBE");
+  Result<nlohmann::json> off = [&] {
+    ScopedEnv every_time("KFORGE_KEEP_PYTHON_PROBE", "0");
+    return ProbePythonOnce(runner, "", &kept);
+  }();
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(kept);
   EXPECT_EQ(runner.probes_, 2);
@@ -388,11 +376,10 @@ TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoThePro
   EXPECT_TRUE(probe());
   EXPECT_EQ(runner.probes_, 3);
   // Other devices visible: another key.
-  const char* old = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::string saved = old ? old : "";
-  setenv("CUDA_VISIBLE_DEVICES", "kforge-probe-test", 1);
-  EXPECT_FALSE(probe());
-  if (old) setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1); else unsetenv("CUDA_VISIBLE_DEVICES");
+  {
+    ScopedEnv other_devices("CUDA_VISIBLE_DEVICES", "kforge-probe-test");
+    EXPECT_FALSE(probe());
+  }
   EXPECT_TRUE(probe());  // the first environment's answer is still kept
   EXPECT_EQ(runner.probes_, 4);
   // An answer that may be a passing state is never kept: PyTorch that did not import.
@@ -415,15 +402,9 @@ TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoThePro
 
 // Judges on the CPU while it lives, also when the suite runs on a GPU (KFORGE_TORCH_DEVICE=cuda:0),
 // where PyTorch ops alone are no_custom_kernel: for tests about something other than the device.
-class OnTheCpu {
+class OnTheCpu : public ScopedEnv {
  public:
-  OnTheCpu() : suite_device_(std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu") {
-    setenv("KFORGE_TORCH_DEVICE", "cpu", 1);
-  }
-  ~OnTheCpu() { setenv("KFORGE_TORCH_DEVICE", suite_device_.c_str(), 1); }
-
- private:
-  const std::string suite_device_;
+  OnTheCpu() : ScopedEnv("KFORGE_TORCH_DEVICE", "cpu") {}
 };
 
 // load_inline's CUDA builds go through kforge-nvcc (backend/cuda/nvcc_lanes.h): a candidate job
@@ -823,7 +804,7 @@ TEST(PythonWorkerTest, GivenAResultChangedAfterTheWorkerWroteItVerificationRefus
 // of the orchestrator's own; the trusted store keeps held bytes as files.
 TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
   auto make = [](const char* limit_mb) {
-    setenv("KFORGE_HELD_OUTPUTS_MB", limit_mb, 1);
+    ScopedEnv limit("KFORGE_HELD_OUTPUTS_MB", limit_mb);
     WorkerRun run;
     run.dir = MakeTempDir("pyverify").value();
     const std::string result = R"({"files": {"out_0_a_out.bin": ")" + PieceDigestHex("1234") + R"("}, "done": true})";
@@ -833,7 +814,6 @@ TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
     run.process.exit_code = 0;
     run.process.out = "kforge-result " + Sha256Hex(result) + "\n";
     VerifyPythonResult(&run);
-    unsetenv("KFORGE_HELD_OUTPUTS_MB");
     return run;
   };
   WorkerRun held = make("16");
@@ -842,12 +822,10 @@ TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
   EXPECT_FALSE(fs::exists(held.dir / "out_0_a_out.bin"));
   EXPECT_EQ(held.ReadOutput("out_0_a_out.bin").value(), "1234");
   const fs::path store = MakeTempDir("pyverify-store").value();
-  const char* cache = std::getenv("KFORGE_CACHE_DIR");
-  const std::string before = cache ? cache : "";
-  setenv("KFORGE_CACHE_DIR", store.c_str(), 1);
-  TrustedState trusted(true);
-  if (cache) setenv("KFORGE_CACHE_DIR", before.c_str(), 1);
-  else unsetenv("KFORGE_CACHE_DIR");
+  TrustedState trusted = [&] {
+    ScopedEnv own_cache("KFORGE_CACHE_DIR", store.string());
+    return TrustedState(true);
+  }();
   ASSERT_TRUE(trusted.KeepRun("k", nlohmann::json::object(), held).ok());
   std::optional<WorkerRun> kept = trusted.FindRun("k");
   ASSERT_TRUE(kept.has_value());
@@ -902,11 +880,13 @@ TEST_F(PyTorchTest, GivenACacheThatPerturbsItsReplaysTheSampledReferenceCatchesI
 // their seeds): the same catch, and the honest twin correct. On the CPU the standby is off
 // unless asked for.
 TEST_F(PyTorchTest, GivenAStandbyReferenceJobTheSampledRunsAreJudgedByItAlike) {
-  setenv("KFORGE_STANDBY_REFERENCE", "1", 1);
   const fs::path cheat = kKb / "candidates" / "12_cache_coarse_noisy.py";
-  Verdict v = EvalAttack(cheat);
-  Verdict twin = EvalAttack(Twin(kKb / "candidates" / "12_cache_coarse.py"));
-  unsetenv("KFORGE_STANDBY_REFERENCE");
+  Verdict v, twin;
+  {
+    ScopedEnv standby("KFORGE_STANDBY_REFERENCE", "1");
+    v = EvalAttack(cheat);
+    twin = EvalAttack(Twin(kKb / "candidates" / "12_cache_coarse.py"));
+  }
   EXPECT_EQ(v.status, VerdictStatus::kWrongOutput) << v.message;
   EXPECT_NE(v.message.find("(fresh inputs, seed "), std::string::npos) << v.message;
   ASSERT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
@@ -1317,12 +1297,7 @@ TEST_F(PyTorchTest, GivenADecoyExtensionThatComputesWithTorchOnlyLibraryKernelsA
 // The verdicts on the GPU: a decoy extension is no_custom_kernel, the honest one correct.
 TEST_F(PyTorchTest, GivenADecoyExtensionOnTheGpuTheVerdictIsNoCustomKernelAndTheInlineKernelIsCorrect) {
   if (CudaDevice().empty()) GTEST_SKIP() << "PyTorch sees no CUDA device here";
-  const std::string before = std::getenv("KFORGE_TORCH_DEVICE") ? std::getenv("KFORGE_TORCH_DEVICE") : "cpu";
-  setenv("KFORGE_TORCH_DEVICE", "cuda:0", 1);  // the suite pins the CPU; these run on the GPU
-  struct Restore {
-    std::string value;
-    ~Restore() { setenv("KFORGE_TORCH_DEVICE", value.c_str(), 1); }
-  } restore{before};
+  ScopedEnv on_the_gpu("KFORGE_TORCH_DEVICE", "cuda:0");  // the suite pins the CPU; these run on the GPU
   Result<Problem> p = LoadProblem(kGemm);
   ASSERT_TRUE(p.ok());
   EvalOptions o = Options("pytorch");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/scoped_env.h"
 #include "base/subprocess.h"
 #include "kforge/llm/config.h"
 #include "kforge/llm/secrets.h"
@@ -30,25 +31,6 @@ using std::chrono::milliseconds;
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
-
-// Sets an environment variable for the life of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 ChatRequest Request() {
   ChatRequest request;

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_driver.h"
 #include "base/files.h"
+#include "base/scoped_env.h"
 
 #if KFORGE_HAVE_CUPTI_H
 #include <cupti.h>
@@ -26,28 +27,6 @@ using nlohmann::json;
 
 // Where this machine's toolkit keeps CUPTI (the CUDA 13.0 layout: lib/, not extras/).
 const char kToolkitCupti[] = "/usr/local/cuda-13.0/lib/libcupti.so";
-
-// Sets an environment variable for one test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 Activity Kernel(const std::string& name, uint64_t start, uint64_t end, uint32_t stream,
                 bool graph = false) {
