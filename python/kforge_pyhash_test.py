@@ -294,13 +294,14 @@ class TimedLoopTest(unittest.TestCase):
         sup = types.SimpleNamespace(
             spec={"sets": [{"outputs": [{"name": "y", "dtype": "float32", "dims": [64]}]}], "problem": {"kind": "kforge"},
                   "timed_checks": 1},
-            calibration={"overhead_ms": 0.0}, samples=[], lock_wait_s=0.0, check_digests={})
+            calibration={"overhead_ms": 0.0}, samples=[], lock_wait_s=0.0, check_digests={}, kept_free=[])
         sup.fresh = lambda: True
         sup.settle_run = self.w.Supervisor.settle_run
         sup.check_timed_outputs = lambda k, run, seen, issues: self.w.Supervisor.check_timed_outputs(sup, k, run, seen, issues)
         sup.one_run = self.one_run
         self.sup = sup
         self.k = 0
+        self.buffers = []  # every kept buffer handed out, in order (held, so ids stay unique)
 
     def one_run(self, j, seed, null, keep=False, flush=True, poison=0, settle=None):
         k = self.k
@@ -310,9 +311,16 @@ class TimedLoopTest(unittest.TestCase):
         settle()
         self.events.append("exclusive %d" % k)
         probe = self.w.OutputProbe("float32", None, keep)
-        probe(memoryview(self.outputs.get(k, bytes([k]) * 256)).toreadonly())
+        data, buf = self.outputs.get(k, bytes([k % 256]) * 256), None
+        if keep:  # copied into a kept buffer, as copied_outputs does
+            buf = self.w.Supervisor.kept_buffer(self.sup, len(data))
+            self.buffers.append(buf)
+            memoryview(buf)[:] = data
+            data = buf
+        probe(memoryview(data).toreadonly())
         return {"set": j, "seed": seed, "wall_ms": 1.0, "prepare_ms": 0.1, "collect_ms": 0.1, "copy_ms": 0.02, "device_ms": 1.0,
-                "host_ms": 1.0, "enqueue_ms": 0.05, "probes": [("y", probe)], "overrun": None, "inputs_changed": [], "lock_wait_s": 0.0}
+                "host_ms": 1.0, "enqueue_ms": 0.05, "probes": [("y", probe)], "buffer": buf, "overrun": None,
+                "inputs_changed": [], "lock_wait_s": 0.0}
 
     def loop(self, runs):
         timing = self.w.timing_series()
@@ -334,6 +342,17 @@ class TimedLoopTest(unittest.TestCase):
         self.assertEqual(timing["enqueue_ms"], [0.05] * 3)
         self.assertEqual(timing["copy_ms"], [0.02] * 3)
         self.assertEqual(timing["issues"], [])
+
+    def test_the_samples_reservoir_drops_are_reused_and_every_kept_sample_holds_its_own_bytes(self):
+        self.sup.spec["timed_checks"] = 3
+        timing = self.loop(60)
+        self.assertEqual(timing["issues"], [])
+        self.assertGreater(len(self.buffers), 4, "more runs were sampled than the reservoir holds")
+        self.assertLessEqual(len({id(b) for b in self.buffers}), 4, "at most one buffer beyond the three samples")
+        self.assertEqual(len(self.sup.samples), 3)
+        for run in self.sup.samples:
+            _, probe = run["probes"][0]
+            self.assertEqual(b"".join(bytes(c) for c in probe.chunks), bytes([run["run"] % 256]) * 256)
 
     def test_a_repeat_in_the_last_run_is_found(self):
         self.outputs[4] = bytes([0]) * 256  # run 4 hands back run 0's bytes

@@ -70,7 +70,7 @@ struct Trial {
   uint64_t seed = 0;
   double magnitude = 1;
   bool hidden = false;
-  std::vector<HostTensor> inputs;
+  std::vector<HostTensor> inputs;  // made on first use (Evaluation::TrialInputs)
   std::vector<std::vector<double>> reference;  // per output, float64
 };
 
@@ -111,6 +111,16 @@ InputSet SetFor(const BoundProblem& b, bool float64_inputs, double magnitude = 1
     s.outputs.push_back({t, "", std::nullopt});
   }
   return s;
+}
+
+// Set s drawn by kforge-worker itself from `seed` (the trial's), when every input has its
+// generator (SetFor gives one to each of a kforge problem's inputs): the values GenerateInputs
+// makes, with no input file written by the orchestrator or read by the worker.
+bool DrawnFrom(uint64_t seed, InputSet* s) {
+  for (const TensorFile& f : s->inputs)
+    if (!f.gen) return false;
+  for (TensorFile& f : s->inputs) f.draw_seed = seed;
+  return true;
 }
 
 // SHA-256 of a file, once per path and process (the worker binary goes into trusted-state keys).
@@ -171,6 +181,9 @@ class Evaluation {
   bool StaticGate();
   Result<bool> CompileGate();
   Status PrepareTrials();
+  const std::vector<HostTensor>& TrialInputs(size_t t);
+  // Trial t's set in `job`: drawn by the worker (DrawnFrom), else the orchestrator's inputs.
+  void AddTrialSet(size_t t, Job* job, WorkerFiles* files, bool keep_magnitude = true);
   Status ComputeReference();
   // A reference job through the trusted store: the run kept under `key` if there is one, else
   // run() (and kept when read() accepts it). A kept run that read() refuses (a file changed or
@@ -179,7 +192,7 @@ class Evaluation {
   Status KeptOrRun(const std::string& key, const json& fields, const std::string& what,
                    const std::function<Result<WorkerRun>()>& run, const std::function<Status(const WorkerRun&)>& read);
   Status ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields = json(),
-                          bool drawn = false);
+                          bool side_by_side = false);
   Status ReadReferences(const WorkerRun& run, std::vector<Trial>& trials, const std::string& what);
   json TrialFields(size_t count) const;
   std::optional<TrustedState::Baselines> KeptBaselines(const json& fields);
@@ -329,7 +342,7 @@ Status Evaluation::PrepareTrials() {
   int seeds = std::max(options_.seeds, 1);
   for (int s = 0; s < seeds; ++s) {
     double mag = problem_.magnitudes[s % problem_.magnitudes.size()];
-    trials_.push_back({main, static_cast<uint64_t>(s), mag, false, GenerateInputs(main, s, mag), {}});
+    trials_.push_back({main, static_cast<uint64_t>(s), mag, false, {}, {}});
   }
   std::map<std::string, int64_t> variant = VariantSizes(problem_, main.sizes);
   if (options_.hidden_sizes && variant != main.sizes) {
@@ -337,17 +350,35 @@ Status Evaluation::PrepareTrials() {
     for (int s = 0; s < 2; ++s) {
       double mag = problem_.magnitudes[s % problem_.magnitudes.size()];
       uint64_t seed = 1000 + s;
-      trials_.push_back({hidden, seed, mag, true, GenerateInputs(hidden, seed, mag), {}});
+      trials_.push_back({hidden, seed, mag, true, {}, {}});
     }
   }
   return Status::Ok();
+}
+
+// A kforge problem's trial inputs as the orchestrator draws them, made when first asked for: a
+// job of kforge-worker's draws its own from the trial's seed (AddTrialSet), so a warm verdict
+// of a native candidate never makes them here.
+const std::vector<HostTensor>& Evaluation::TrialInputs(size_t t) {
+  Trial& trial = trials_[t];
+  if (trial.inputs.empty() && !pytorch_) trial.inputs = GenerateInputs(trial.bound, trial.seed, trial.magnitude);
+  return trial.inputs;
+}
+
+void Evaluation::AddTrialSet(size_t t, Job* job, WorkerFiles* files, bool keep_magnitude) {
+  job->sets.push_back(SetFor(trials_[t].bound, false, keep_magnitude ? trials_[t].magnitude : 1.0));
+  if (DrawnFrom(trials_[t].seed, &job->sets.back())) {
+    files->inputs.emplace_back();
+  } else {
+    files->inputs.push_back(TrialInputs(t));
+  }
 }
 
 // Float64 (or the problem's native) reference outputs for `trials`, in the worker. With
 // `keep_fields` (what the outputs depend on besides the trials), the job's folder is looked up
 // in the trusted store first and kept there after it ran.
 Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::string& what, const json& keep_fields,
-                                    bool drawn) {
+                                    bool side_by_side) {
   json fields;
   std::string key;
   if (!keep_fields.is_null() && trusted_.enabled() && !problem_.path.empty()) {
@@ -366,26 +397,22 @@ Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::strin
     job.check_twice = false;
     WorkerFiles files;
     files.library = reference_library_;
+    // The worker draws each input from the trial's seed, as a candidate's job and a timed run
+    // do (the draws are widened to float64 there for a float64 reference): no input file.
     for (size_t t = begin; t < end; ++t) {
       job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64, trials[t].magnitude));
       job.checks.push_back(static_cast<int>(t - begin));
-      if (drawn) {  // the worker draws each input from the trial's seed, as the timed run did
-        const BoundProblem& b = trials[t].bound;
-        for (size_t k = 0; k < job.sets.back().inputs.size(); ++k) {
-          TensorFile& f = job.sets.back().inputs[k];
-          f.gen = InputGenerator{b.problem->inputs.at(k).dist, InputKey(b, k), b.inputs[k].dtype};
-          f.draw_seed = trials[t].seed;
-        }
-        files.inputs.emplace_back();
-        continue;
+      const BoundProblem& b = trials[t].bound;
+      for (size_t k = 0; k < job.sets.back().inputs.size(); ++k) {
+        TensorFile& f = job.sets.back().inputs[k];
+        f.gen = InputGenerator{b.problem->inputs.at(k).dist, InputKey(b, k), b.inputs[k].dtype};
+        f.draw_seed = trials[t].seed;
       }
-      std::vector<HostTensor> ins;
-      for (const HostTensor& h : trials[t].inputs) ins.push_back(problem_.reference_float64 ? AsFloat64(h) : h);
-      files.inputs.push_back(std::move(ins));
+      files.inputs.emplace_back();
     }
     return RunWorker(runner_, job, files, WorkerLimits());
   };
-  if (!drawn || trials.size() < 2)
+  if (!side_by_side || trials.size() < 2)
     return KeptOrRun(key, fields, "the check trials' references", [&] { return job_of(0, trials.size()); },
                      [&](const WorkerRun& r) { return ReadReferences(r, trials, what); });
   // The sampled timed runs' (never kept: their seeds are new every time) split over up to one
@@ -551,12 +578,11 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   job.entry = backend_->entry;
   job.check_twice = false;
   job.record_kernels = false;  // the wrapper traces the process itself (CUPTI allows one subscriber)
-  job.sets.push_back(SetFor(trials_[0].bound, false));
-  job.checks.push_back(0);
   WorkerFiles files;
+  AddTrialSet(0, &job, &files, /*keep_magnitude=*/false);
+  job.checks.push_back(0);
   files.library = library_;
   files.program_source = program_source_;
-  files.inputs.push_back(trials_[0].inputs);
   Limits limits = WorkerLimits();
   limits.wall_seconds = std::max(300.0, 4 * options_.timeout_seconds);
   limits.cpu_seconds = 0;
@@ -770,7 +796,7 @@ Result<std::vector<std::vector<std::vector<double>>>> Evaluation::RegeneratedRef
     timed.push_back(std::move(t));
   }
   auto t0 = std::chrono::steady_clock::now();
-  KF_RETURN_IF_ERROR(ReferenceOutputs(timed, "the sampled timed runs", nullptr, /*drawn=*/true));
+  KF_RETURN_IF_ERROR(ReferenceOutputs(timed, "the sampled timed runs", nullptr, /*side_by_side=*/true));
   Stage("timed_reference", t0);
   std::vector<std::vector<std::vector<double>>> refs;
   for (Trial& t : timed) refs.push_back(std::move(t.reference));
@@ -946,9 +972,8 @@ Result<bool> Evaluation::RunCandidate() {
   }
   program_source_ = files.program_source;
   for (size_t t = 0; t < trials_.size(); ++t) {
-    job.sets.push_back(SetFor(trials_[t].bound, false, trials_[t].magnitude));
+    AddTrialSet(t, &job, &files);
     if (!timing_only_) job.checks.push_back(static_cast<int>(t));
-    files.inputs.push_back(trials_[t].inputs);
   }
   if (options_.timing) job.timing = PlanTiming(trials_.size());
   Limits limits = WorkerLimits();
@@ -1100,10 +1125,7 @@ Result<TimingStats> Evaluation::TimeBaseline(const fs::path& library, const std:
   files.library = library;
   files.program_source = program;
   size_t n = std::min<size_t>(2, trials_.size());
-  for (size_t t = 0; t < n; ++t) {
-    job.sets.push_back(SetFor(trials_[t].bound, false, trials_[t].magnitude));
-    files.inputs.push_back(trials_[t].inputs);
-  }
+  for (size_t t = 0; t < n; ++t) AddTrialSet(t, &job, &files);
   job.timing = PlanTiming(n);
   job.timing->timed_checks = 0;  // the reference and the seed are the problem's own code
   job.lock_file = DeviceLockPath(LockName(backend)).string();  // locked as a candidate's job is
@@ -1527,7 +1549,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
   files.copies["candidate.py"] = candidate_;
   if (pytorch_) files.copies["problem.py"] = problem_.path;
   for (size_t t = 0; !pytorch_ && t < trials_.size(); ++t) {
-    for (const HostTensor& h : trials_[t].inputs) files.blobs["in_" + std::to_string(t) + "_" + h.shape.name + ".bin"] = h.bytes();
+    for (const HostTensor& h : TrialInputs(t)) files.blobs["in_" + std::to_string(t) + "_" + h.shape.name + ".bin"] = h.bytes();
   }
   Limits limits = PythonLimits();
   verdict_.limits = LimitsToJson(limits);
