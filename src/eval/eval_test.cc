@@ -180,6 +180,64 @@ TEST_F(EvalTest, GivenASeedTheReferenceJobDrawsTheInputsTheOrchestratorWouldHave
   Cleanup(*run);
 }
 
+// Runs everything in the real sandbox and records, for each kforge-worker job, its entry, the
+// files in its folder when it starts and whether every input of every set carries a draw seed.
+class JobFolderRunner : public ProcessRunner {
+ public:
+  struct Seen {
+    std::string entry;
+    std::vector<std::string> files;
+    bool all_drawn = true;
+  };
+  ProcessResult Run(const ProcessSpec& spec) override {
+    if (spec.argv.size() >= 3 && spec.argv[1] == "run") {
+      const fs::path dir = spec.argv[2];
+      Seen seen;
+      for (const auto& e : fs::directory_iterator(dir)) seen.files.push_back(e.path().filename().string());
+      Result<std::string> text = ReadFile(dir / "job.json");
+      nlohmann::json job = nlohmann::json::parse(text.ok() ? *text : "{}", nullptr, false);
+      seen.entry = job.value("entry", "");
+      for (const nlohmann::json& set : job.value("sets", nlohmann::json::array()))
+        for (const nlohmann::json& in : set.value("inputs", nlohmann::json::array())) seen.all_drawn &= in.contains("draw_seed");
+      jobs_.push_back(seen);
+    }
+    return real_->Run(spec);
+  }
+  std::vector<Seen> jobs_;
+
+ private:
+  std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
+};
+
+// A kforge problem's inputs are drawn by kforge-worker from each trial's seed in every job: the
+// reference's, the candidate's and the baselines'. The orchestrator writes no input file, and
+// the candidate, judged against references of inputs drawn the same way, is correct; a wrong
+// one is still caught.
+TEST_F(EvalTest, GivenAKforgeProblemEveryWorkerJobDrawsItsInputsAndNoInputFileIsWritten) {
+  Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
+  ASSERT_TRUE(p.ok());
+  EvalOptions o;
+  o.budget_ms = 30;
+  o.min_runs = 3;
+  o.max_runs = 20;
+  o.trusted_state = false;  // every reference job runs here
+  for (const fs::path& candidate : {kData / "scale" / "good.cc", kData / "bad" / "off_by_one.cc"}) {
+    JobFolderRunner runner;
+    Result<Verdict> v = Evaluate(*p, candidate, o, runner);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->status, candidate.filename() == "good.cc" ? VerdictStatus::kCorrect : VerdictStatus::kWrongOutput)
+        << candidate << ": " << v->message;
+    std::set<std::string> entries;
+    for (const JobFolderRunner::Seen& job : runner.jobs_) {
+      entries.insert(job.entry);
+      EXPECT_TRUE(job.all_drawn) << job.entry << ": an input without a draw seed";
+      for (const std::string& f : job.files) EXPECT_EQ(f.rfind("in_", 0), std::string::npos) << job.entry << " was given input file " << f;
+    }
+    EXPECT_TRUE(entries.contains("kf_reference_f64") || entries.contains("kf_reference_native"));
+    EXPECT_TRUE(entries.contains("kf_run"));
+  }
+}
+
 TEST_F(EvalTest, GivenAnOffByOneTheUnwrittenElementFails) {
   Verdict v = Bad("off_by_one");
   EXPECT_EQ(v.status, VerdictStatus::kWrongOutput);
