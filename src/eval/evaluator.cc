@@ -235,6 +235,7 @@ class Evaluation {
   void WarnIfWallBounded(const TimingStats& stats);
   Result<bool> CheckTimedSamples(const WorkerRun& run, const std::vector<TimedSample>& samples, bool fresh);
   Result<std::vector<std::vector<std::vector<double>>>> PythonTimedReferences(const std::vector<TimedSample>& samples);
+  bool StandbyReferenceWanted() const;
   void StartStandbyReference();
   Status PyTorchBaselines();
   json PythonJob(const std::string& mode) const;
@@ -1242,6 +1243,12 @@ Status Evaluation::StartPython() {
   const std::string module = backend_->python_module;
   verdict_.fingerprint["python"] = py_probe_;
   verdict_.fingerprint["torch_device"] = torch_device_;
+  // The standby reference job holds a warm worker for the candidate's whole run, and the
+  // candidate's job needs one too: both start now. With one, a kept probe (no Python to wait
+  // for before the run) left the candidate's job to start a second worker after the standby
+  // had taken the first (KernelBench level2/12 Triton by `kforge eval` on an H100: 17.4-17.6 s
+  // warm against 14.2-14.5 s when the probe ran and hid the first one's start).
+  if (python_candidate_ && StandbyReferenceWanted()) PrewarmPythonWorker(runner_, PythonJob("candidate"), PythonLimits(), 2);
   if (python_candidate_ && torch_device_ == "cpu" && module == "triton")
     verdict_.warnings.push_back("no CUDA device: Triton runs in its interpreter on the CPU (correctness only; its times say nothing about a GPU)");
   return Status::Ok();
@@ -1507,10 +1514,16 @@ Status Evaluation::PreparePyTorch() {
 // compete with the candidate's job for the cores; with warm Python workers (eval/python_zygote.h)
 // a job starts with a fork, and the reference job simply follows the candidate's.
 // KFORGE_STANDBY_REFERENCE=1 or 0 overrides.
-void Evaluation::StartStandbyReference() {
+// Whether a Python candidate's judgement starts a standby reference job beside the candidate's
+// (on a GPU, or $KFORGE_STANDBY_REFERENCE=1; torch_device_ is known once the probe answered).
+bool Evaluation::StandbyReferenceWanted() const {
   const char* env = std::getenv("KFORGE_STANDBY_REFERENCE");
   const bool wanted = env && *env ? std::string(env) != "0" : torch_device_ != "cpu";
-  if (!wanted || !pytorch_ || !options_.timing || timing_only_) return;
+  return wanted && pytorch_ && options_.timing && !timing_only_;
+}
+
+void Evaluation::StartStandbyReference() {
+  if (!StandbyReferenceWanted()) return;
   json job = PythonJob("reference");
   job["lock_file"] = PythonLockFile();
   PythonJobFiles files;

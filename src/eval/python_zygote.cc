@@ -336,6 +336,41 @@ std::string PoolKey(const ProcessSpec& like) {
   return key;
 }
 
+// An entry of `key` that is busy and has no zygote yet: callers of Acquire wait for it.
+Pool::Entry* NewEntry(Pool& pool, const std::string& key) {
+  auto entry = std::make_unique<Pool::Entry>();
+  entry->key = key;
+  entry->busy = true;
+  Pool::Entry* raw = entry.get();
+  pool.entries.push_back(std::move(entry));
+  return raw;
+}
+
+// Starts the zygote of NewEntry's `raw` (the pool's lock held, released while it starts): the
+// entry, still busy, or null when it failed to start (the key then runs its jobs cold).
+Pool::Entry* Launch(Pool::Entry* raw, const ProcessSpec& like, std::unique_lock<std::mutex>& lock) {
+  Pool& pool = ThePool();
+  lock.unlock();
+  Result<std::unique_ptr<PythonZygote>> z = PythonZygote::Start(like, 300);
+  lock.lock();
+  pool.cv.notify_all();
+  if (z.ok()) {
+    raw->zygote = std::move(*z);
+    ++pool.started;
+    return raw;
+  }
+  pool.failed.insert(raw->key);
+  if (!pool.said) {
+    pool.said = true;
+    std::fprintf(stderr, "kforge: %s; Python jobs run cold (a sandbox and an interpreter each)\n",
+                 z.status().message().c_str());
+  }
+  pool.entries.erase(std::remove_if(pool.entries.begin(), pool.entries.end(),
+                                    [&](const std::unique_ptr<Pool::Entry>& e) { return e.get() == raw; }),
+                     pool.entries.end());
+  return nullptr;
+}
+
 Pool::Entry* Acquire(const ProcessSpec& like) {
   Pool& pool = ThePool();
   const std::string key = PoolKey(like);
@@ -357,30 +392,7 @@ Pool::Entry* Acquire(const ProcessSpec& like) {
   int n = 0;
   for (auto& e : pool.entries) n += e->key == key;
   if (n >= PerKind()) return nullptr;
-  auto entry = std::make_unique<Pool::Entry>();
-  entry->key = key;
-  entry->busy = true;
-  Pool::Entry* raw = entry.get();
-  pool.entries.push_back(std::move(entry));
-  lock.unlock();
-  Result<std::unique_ptr<PythonZygote>> z = PythonZygote::Start(like, 300);
-  lock.lock();
-  pool.cv.notify_all();
-  if (z.ok()) {
-    raw->zygote = std::move(*z);
-    ++pool.started;
-    return raw;
-  }
-  pool.failed.insert(key);
-  if (!pool.said) {
-    pool.said = true;
-    std::fprintf(stderr, "kforge: %s; Python jobs run cold (a sandbox and an interpreter each)\n",
-                 z.status().message().c_str());
-  }
-  pool.entries.erase(std::remove_if(pool.entries.begin(), pool.entries.end(),
-                                    [&](const std::unique_ptr<Pool::Entry>& e) { return e.get() == raw; }),
-                     pool.entries.end());
-  return nullptr;
+  return Launch(NewEntry(pool, key), like, lock);
 }
 
 void Release(Pool::Entry* entry) {
@@ -477,19 +489,26 @@ std::optional<WorkerRun> RunInWarmPythonWorker(ProcessRunner& runner, const json
   return started->done.get();
 }
 
-void PrewarmPythonWorker(ProcessRunner& runner, const json& job, const Limits& limits) {
+void PrewarmPythonWorker(ProcessRunner& runner, const json& job, const Limits& limits, int count) {
   if (!WarmPythonWorkersEnabled() || !runner.IsSandbox()) return;
   const ProcessSpec like = ZygoteSandbox(job, limits);
-  {
-    Pool& pool = ThePool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    const std::string key = PoolKey(like);
-    for (auto& e : pool.entries)
-      if (e->key == key) return;  // one is there or on its way
+  Pool& pool = ThePool();
+  const std::string key = PoolKey(like);
+  std::lock_guard<std::mutex> lock(pool.mu);
+  if (pool.failed.count(key)) return;
+  int there = 0;  // started, or on their way
+  for (auto& e : pool.entries) there += e->key == key;
+  // Each entry is added here, under the lock, before its thread runs: a second call then
+  // counts it, and a job that asks meanwhile waits for it instead of starting its own.
+  for (; there < std::min(count, PerKind()); ++there) {
+    Pool::Entry* raw = NewEntry(pool, key);
+    std::thread([like, raw] {
+      std::unique_lock<std::mutex> held(ThePool().mu);
+      Pool::Entry* entry = Launch(raw, like, held);
+      held.unlock();
+      if (entry) Release(entry);
+    }).detach();
   }
-  std::thread([like] {
-    if (Pool::Entry* entry = Acquire(like)) Release(entry);
-  }).detach();
 }
 
 }  // namespace kforge

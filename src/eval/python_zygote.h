@@ -114,10 +114,12 @@ struct WarmPythonJob {
 std::optional<WarmPythonJob> StartInWarmPythonWorker(ProcessRunner& runner, const nlohmann::json& job,
                                                      const PythonJobFiles& files, const Limits& limits);
 
-// Starts, in the background, the zygote that would serve `job` (a job.json as for
-// RunInWarmPythonWorker), unless one is there: a judgement calls it first thing, so that the
-// zygote imports PyTorch while the problem loads and the candidate compiles.
-void PrewarmPythonWorker(ProcessRunner& runner, const nlohmann::json& job, const Limits& limits);
+// Starts, in the background, zygotes that would serve `job` (a job.json as for
+// RunInWarmPythonWorker) until `count` of them are there or on their way (at most
+// $KFORGE_WARM_PYTHON_PER_KIND): a judgement calls it first thing, so that they import PyTorch
+// while the problem loads and the candidate compiles. A zygote serves one job at a time: a
+// judgement whose standby reference job holds one for the candidate's whole run asks for two.
+void PrewarmPythonWorker(ProcessRunner& runner, const nlohmann::json& job, const Limits& limits, int count = 1);
 
 // The zygotes this process has started (for the judge's benchmark and tests).
 int WarmPythonWorkersStarted();

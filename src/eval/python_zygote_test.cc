@@ -6,11 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -49,21 +52,26 @@ class PythonZygoteTest : public ::testing::Test {
   }
   // One candidate job (set 0 of problem 12 at 16x64x32, checked once, not timed) on the CPU;
   // "model.py" is the honest candidate.
-  WorkerRun Job(const std::string& candidate, double wall_seconds = 300) {
+  static nlohmann::json JobJson() {
     nlohmann::json set = {{"seed", 7}, {"magnitude", 1.0},
                           {"overrides", {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}}},
                           {"outputs", {{{"name", "out"}, {"dtype", "float32"}, {"dims", {16, 32}}}}}};
-    nlohmann::json job = {{"mode", "candidate"}, {"device", "cpu"}, {"sets", {set}}, {"checks", {0}},
-                          {"candidate", "candidate.py"}, {"entry", "ModelNew"},
-                          {"problem", {{"kind", "kernelbench"}, {"module", "problem.py"}}}};
-    PythonJobFiles files;
-    files.copies = {{"candidate.py", candidate == "model.py" ? kHonest : kZygote / candidate}, {"model.py", kHonest},
-                    {"problem.py", kGemm}};
+    return {{"mode", "candidate"}, {"device", "cpu"}, {"sets", {set}}, {"checks", {0}},
+            {"candidate", "candidate.py"}, {"entry", "ModelNew"},
+            {"problem", {{"kind", "kernelbench"}, {"module", "problem.py"}}}};
+  }
+  static Limits JobLimits(double wall_seconds = 300) {
     Limits limits;
     limits.address_space_bytes = 0;
     limits.cpu_seconds = 0;
     limits.wall_seconds = wall_seconds;
-    Result<WorkerRun> run = RunPythonWorker(*runner_, job, files, limits);
+    return limits;
+  }
+  WorkerRun Job(const std::string& candidate, double wall_seconds = 300) {
+    PythonJobFiles files;
+    files.copies = {{"candidate.py", candidate == "model.py" ? kHonest : kZygote / candidate}, {"model.py", kHonest},
+                    {"problem.py", kGemm}};
+    Result<WorkerRun> run = RunPythonWorker(*runner_, JobJson(), files, JobLimits(wall_seconds));
     EXPECT_TRUE(run.ok()) << run.status().ToString();
     return run.ok() ? *run : WorkerRun{};
   }
@@ -79,6 +87,28 @@ TEST_F(PythonZygoteTest, GivenSeveralJobsOneWarmWorkerServesThemAll) {
     EXPECT_FALSE(run.result.contains("error")) << Why(run);
   }
   EXPECT_EQ(WarmPythonWorkersStarted(), 1);
+}
+
+// A judgement whose standby reference job holds a worker for the candidate's whole run asks for
+// two: both start at once, two jobs at the same time each get one (neither starts a third), and
+// asking again, before or after they are up, starts none.
+TEST_F(PythonZygoteTest, GivenAPrewarmOfTwoTwoJobsAtOnceAreServedWithoutAThirdWorker) {
+  PrewarmPythonWorker(*runner_, JobJson(), JobLimits(), 2);
+  PrewarmPythonWorker(*runner_, JobJson(), JobLimits(), 2);  // still starting: counted, none added
+  // Both start before any job asks for one.
+  for (int i = 0; i < 1200 && WarmPythonWorkersStarted() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(WarmPythonWorkersStarted(), 2);
+  auto a = std::async(std::launch::async, [&] { return Job("model.py"); });
+  auto b = std::async(std::launch::async, [&] { return Job("model.py"); });
+  for (WorkerRun run : {a.get(), b.get()}) {
+    EXPECT_TRUE(run.finished()) << Why(run);
+    EXPECT_FALSE(run.result.contains("error")) << Why(run);
+  }
+  EXPECT_EQ(WarmPythonWorkersStarted(), 2);
+  PrewarmPythonWorker(*runner_, JobJson(), JobLimits(), 2);
+  WorkerRun third = Job("model.py");
+  EXPECT_TRUE(third.finished()) << Why(third);
+  EXPECT_EQ(WarmPythonWorkersStarted(), 2);
 }
 
 TEST_F(PythonZygoteTest, GivenAJobThatLeavesTracesTheNextJobInTheSameWorkerFindsNone) {
