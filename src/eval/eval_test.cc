@@ -29,6 +29,15 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kData = KFORGE_EVAL_TESTDATA;
 
+// A short timing budget: these tests judge what a verdict says, not how fast the kernel is.
+EvalOptions QuickOptions() {
+  EvalOptions o;
+  o.budget_ms = 30;
+  o.min_runs = 3;
+  o.max_runs = 20;
+  return o;
+}
+
 class EvalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -42,11 +51,8 @@ class EvalTest : public ::testing::Test {
   Verdict Eval(const std::string& problem, const fs::path& candidate, const std::string& backend = "cpp") {
     Result<Problem> p = LoadProblem(kData / problem / "problem.toml");
     EXPECT_TRUE(p.ok()) << p.status().ToString();
-    EvalOptions o;
+    EvalOptions o = QuickOptions();
     o.backend = backend;
-    o.budget_ms = 30;
-    o.min_runs = 3;
-    o.max_runs = 20;
     o.timeout_seconds = 20;
     o.memory_bytes = 2ull << 30;
     o.baselines = baselines_;
@@ -216,10 +222,7 @@ class JobFolderRunner : public ProcessRunner {
 TEST_F(EvalTest, GivenAKforgeProblemEveryWorkerJobDrawsItsInputsAndNoInputFileIsWritten) {
   Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
   ASSERT_TRUE(p.ok());
-  EvalOptions o;
-  o.budget_ms = 30;
-  o.min_runs = 3;
-  o.max_runs = 20;
+  EvalOptions o = QuickOptions();
   o.trusted_state = false;  // every reference job runs here
   for (const fs::path& candidate : {kData / "scale" / "good.cc", kData / "bad" / "off_by_one.cc"}) {
     JobFolderRunner runner;
@@ -685,10 +688,7 @@ class CorruptingRunner : public ProcessRunner {
 TEST_F(EvalTest, GivenAMalformedWorkerReportTheVerdictIsARuntimeErrorNotAnException) {
   Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
   ASSERT_TRUE(p.ok());
-  EvalOptions o;
-  o.budget_ms = 30;
-  o.min_runs = 3;
-  o.max_runs = 20;
+  EvalOptions o = QuickOptions();
   o.baselines = false;
   int caught = 0;
   for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
@@ -713,10 +713,7 @@ TEST_F(EvalTest, GivenAMalformedWorkerReportTheVerdictIsARuntimeErrorNotAnExcept
 TEST_F(EvalTest, GivenAMalformedKernelRecordTheVerdictIsSuspicious) {
   Result<Problem> p = LoadProblem(kData / "scale" / "problem.toml");
   ASSERT_TRUE(p.ok());
-  EvalOptions o;
-  o.budget_ms = 30;
-  o.min_runs = 3;
-  o.max_runs = 20;
+  EvalOptions o = QuickOptions();
   o.baselines = false;
   CorruptingRunner runner("kernels", {{"source", "cupti"}, {"available", true}, {"records", {{{"name", 5}, {"calls", "many"}}}}});
   Result<Verdict> v = Evaluate(*p, kData / "scale" / "good.cc", o, runner);
