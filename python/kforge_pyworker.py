@@ -936,7 +936,13 @@ class Supervisor:
                             "device_ms": med([r["device_ms"] for r in runs]),
                             "prepare_ms": med([r["prepare_ms"] for k, r in enumerate(runs) if k % FLUSH_EVERY == 0]),
                             "collect_ms": med([r["collect_ms"] for r in runs]),
-                            "copy_ms": med([r["copy_ms"] for r in runs])}
+                            "copy_ms": med([r["copy_ms"] for r in runs]),
+                            # Each null run's times: the orchestrator's baseline for the queued
+                            # host-time gate (what a call that does nothing shows on this host).
+                            "null_host_ms": [r["host_ms"] for r in runs],
+                            "null_device_ms": [r["device_ms"] for r in runs]}
+        if all(isinstance(r["enqueue_ms"], (int, float)) for r in runs):
+            self.calibration["null_enqueue_ms"] = [float(r["enqueue_ms"]) for r in runs]
 
     def run_timing(self):
         spec, res = self.spec, self.res

@@ -827,6 +827,9 @@ Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing) {
   if (timing.calibration) {
     t.calibration_prepare_ms = timing.calibration->prepare_ms;
     t.calibration_collect_ms = timing.calibration->collect_ms;
+    t.null_host_ms = timing.calibration->null_host_ms;
+    t.null_device_ms = timing.calibration->null_device_ms;
+    t.null_enqueue_ms = timing.calibration->null_enqueue_ms;
   }
   t.sets = TimingSets(timing, n);
   return t;

@@ -175,6 +175,9 @@ Status Read(const json& j, const std::string& path, Calibration* c) {
   KF_RETURN_IF_ERROR(Field(j, path, "copy_ms", &c->copy_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "prepare_ms", &c->prepare_ms));
   KF_RETURN_IF_ERROR(Field(j, path, "wall_ms", &c->wall_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "null_host_ms", &c->null_host_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "null_device_ms", &c->null_device_ms));
+  KF_RETURN_IF_ERROR(Field(j, path, "null_enqueue_ms", &c->null_enqueue_ms));
   return Field(j, path, "device_ms", &c->device_ms);
 }
 

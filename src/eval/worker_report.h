@@ -68,6 +68,9 @@ struct Calibration {
   double collect_ms = 0;       // median time to hand over the outputs
   double copy_ms = 0;          // Python worker: median of the supervisor's copy out of the shared region
   double prepare_ms = 0, wall_ms = 0, device_ms = 0;  // Python worker: medians of the null runs
+  // Python worker: each null run's host and device times and, queued behind a head start, how
+  // long its launches took (the queued host-time gate's baseline, CheckPythonClocks).
+  std::vector<double> null_host_ms, null_device_ms, null_enqueue_ms;
 };
 
 // "timing": the timed runs, one entry per run in each per-run array.

@@ -52,7 +52,8 @@ json PythonReport() {
     "precision": {"state": {"tf32": false}, "default": {"tf32": false}},
     "timing": {"overhead_ms": 0.1,
                "calibration": {"null_runs": 20, "overhead_ms": 0.1, "wall_ms": 0.2, "device_ms": 0.1,
-                               "prepare_ms": 0.3, "collect_ms": 0.05, "copy_ms": 0.7},
+                               "prepare_ms": 0.3, "collect_ms": 0.05, "copy_ms": 0.7,
+                               "null_host_ms": [0.09, 0.1], "null_device_ms": [0.01, 0.02], "null_enqueue_ms": [0.03, 0.04]},
                "fresh_inputs": false, "device_ms": [1.0, 1.1], "host_ms": [1.0, 1.1], "wall_ms": [1.2, 1.3],
                "prepare_ms": [0.3, 0.3], "collect_ms": [0.05, 0.06], "copy_ms": [0.8, 0.9], "enqueue_ms": [0.04, 0.05],
                "sets_used": [0, 0], "seeds": [null, null],
@@ -139,6 +140,9 @@ TEST(WorkerReportTest, GivenAFullPythonReportItParses) {
   EXPECT_EQ(t.calibration->null_runs, 20);
   EXPECT_DOUBLE_EQ(t.calibration->prepare_ms, 0.3);
   EXPECT_DOUBLE_EQ(t.calibration->copy_ms, 0.7);
+  EXPECT_EQ(t.calibration->null_host_ms, (std::vector<double>{0.09, 0.1}));
+  EXPECT_EQ(t.calibration->null_device_ms, (std::vector<double>{0.01, 0.02}));
+  EXPECT_EQ(t.calibration->null_enqueue_ms, (std::vector<double>{0.03, 0.04}));
   EXPECT_EQ(*t.note, "timed runs rotate over the check trials' inputs");
   ASSERT_TRUE(t.input_hashes_after);
   EXPECT_EQ(t.input_hashes_after->at("0"), std::vector<std::string>{"same"});
