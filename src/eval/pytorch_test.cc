@@ -681,6 +681,12 @@ class QueuedHostRunner : public ProcessRunner {
   std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
 };
 
+// 1 ms past the device time (the launches inside the head start) is suspicious; the
+// synchronize's wake-up (0.02 ms) is not. On a slower or busier host every queued call shows more
+// than the 0.075 ms the gate allows by itself: the null runs, timed the same way before the
+// candidate was loaded, set the baseline then. The same 0.12 ms excess is honest where the null
+// runs showed 0.09 ms and suspicious where they showed nothing; 0.1 ms hidden on top of that
+// host's 0.09 ms is still caught.
 TEST_F(PyTorchTest, GivenQueuedCallsWhoseHostTimeOutrunsTheirDeviceTimeTheVerdictIsSuspiciousHostTime) {
   Result<Problem> p = LoadProblem(kGemm);
   ASSERT_TRUE(p.ok());
@@ -688,43 +694,21 @@ TEST_F(PyTorchTest, GivenQueuedCallsWhoseHostTimeOutrunsTheirDeviceTimeTheVerdic
   o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
   const fs::path candidate = kKb / "candidates" / "12_torch_ops.py";
   OnTheCpu cpu;  // the queue is the runner's rewrite; PyTorch ops on a GPU are no_custom_kernel
-  QueuedHostRunner hidden(1.0);  // 1 ms past the device time, the launches inside the head start
-  Result<Verdict> v = Evaluate(*p, candidate, o, hidden);
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
-  ASSERT_GE(hidden.rewritten_, 1);
-  EXPECT_EQ(v->status, VerdictStatus::kSuspicious) << v->message;
-  EXPECT_EQ(v->gate, "host_time");
-  EXPECT_NE(v->message.find("beyond what their launches took past the 0.200 ms head start"), std::string::npos) << v->message;
-  QueuedHostRunner honest(0.02);  // the synchronize's wake-up
-  Result<Verdict> h = Evaluate(*p, candidate, o, honest);
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
-  ASSERT_GE(honest.rewritten_, 1);
-  EXPECT_EQ(h->status, VerdictStatus::kCorrect) << h->message;
-}
-
-// On a slower or busier host every queued call shows more than the 0.075 ms the gate allows by
-// itself: the null runs, timed the same way before the candidate was loaded, set the baseline
-// then. The same 0.12 ms excess is honest where the null runs showed 0.09 ms, and suspicious
-// where they showed nothing; 0.1 ms hidden on top of that host's 0.09 ms is still caught.
-TEST_F(PyTorchTest, GivenNullRunsWithTheSameHostExcessTheQueuedGateAllowsItAndStillCatchesWorkBeyondIt) {
-  Result<Problem> p = LoadProblem(kGemm);
-  ASSERT_TRUE(p.ok());
-  EvalOptions o = Options("pytorch");
-  o.sizes = {{"batch_size", 16}, {"in_features", 64}, {"out_features", 32}};
-  const fs::path candidate = kKb / "candidates" / "12_torch_ops.py";
-  OnTheCpu cpu;  // the queue is the runner's rewrite; PyTorch ops on a GPU are no_custom_kernel
   struct Case {
-    double excess, null_excess;
+    double excess, null_excess;  // ms over the device time; the null runs' (-1: none reported)
     VerdictStatus want;
   };
-  for (const Case& c : {Case{0.12, 0.09, VerdictStatus::kCorrect}, Case{0.12, -1, VerdictStatus::kSuspicious},
+  for (const Case& c : {Case{1.0, -1, VerdictStatus::kSuspicious}, Case{0.02, -1, VerdictStatus::kCorrect},
+                        Case{0.12, 0.09, VerdictStatus::kCorrect}, Case{0.12, -1, VerdictStatus::kSuspicious},
                         Case{0.19, 0.09, VerdictStatus::kSuspicious}}) {
     QueuedHostRunner runner(c.excess, c.null_excess);
     Result<Verdict> v = Evaluate(*p, candidate, o, runner);
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     ASSERT_GE(runner.rewritten_, 1);
     EXPECT_EQ(v->status, c.want) << c.excess << " ms over, null runs " << c.null_excess << ": " << v->message;
-    if (c.want == VerdictStatus::kSuspicious) EXPECT_EQ(v->gate, "host_time") << v->message;
+    if (c.want != VerdictStatus::kSuspicious) continue;
+    EXPECT_EQ(v->gate, "host_time") << v->message;
+    EXPECT_NE(v->message.find("beyond what their launches took past the 0.200 ms head start"), std::string::npos) << v->message;
   }
 }
 
