@@ -183,7 +183,7 @@ class Evaluation {
   Status PrepareTrials();
   const std::vector<HostTensor>& TrialInputs(size_t t);
   // Trial t's set in `job`: drawn by the worker (DrawnFrom), else the orchestrator's inputs.
-  void AddTrialSet(size_t t, Job* job, WorkerFiles* files, bool keep_magnitude = true);
+  void AddTrialSet(size_t t, Job* job, WorkerFiles* files);
   Status ComputeReference();
   // A reference job through the trusted store: the run kept under `key` if there is one, else
   // run() (and kept when read() accepts it). A kept run that read() refuses (a file changed or
@@ -366,8 +366,8 @@ const std::vector<HostTensor>& Evaluation::TrialInputs(size_t t) {
   return trial.inputs;
 }
 
-void Evaluation::AddTrialSet(size_t t, Job* job, WorkerFiles* files, bool keep_magnitude) {
-  job->sets.push_back(SetFor(trials_[t].bound, false, keep_magnitude ? trials_[t].magnitude : 1.0));
+void Evaluation::AddTrialSet(size_t t, Job* job, WorkerFiles* files) {
+  job->sets.push_back(SetFor(trials_[t].bound, false, trials_[t].magnitude));
   if (DrawnFrom(trials_[t].seed, &job->sets.back())) {
     files->inputs.emplace_back();
   } else {
@@ -580,7 +580,7 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   job.check_twice = false;
   job.record_kernels = false;  // the wrapper traces the process itself (CUPTI allows one subscriber)
   WorkerFiles files;
-  AddTrialSet(0, &job, &files, /*keep_magnitude=*/false);
+  AddTrialSet(0, &job, &files);  // trial 0's inputs, as the checks had them
   job.checks.push_back(0);
   files.library = library_;
   files.program_source = program_source_;
