@@ -637,8 +637,9 @@ TEST_F(PyTorchTest, GivenANativeCppCandidateItReceivesTheParametersAsNamedInputs
 }
 
 // Rewrites a Python candidate job's report as if its calls had been queued behind a 0.2 ms head
-// start and their host time were the device time plus `excess_ms` (the launches inside the head
-// start): what the queued host-time gate reads, without a GPU. Runs cold (no warm worker sees it).
+// start and their host time were 1.25 times the device time plus `excess_ms` (the launches
+// inside the head start): what the queued host-time gate reads, without a GPU. Runs cold (no
+// warm worker sees it).
 class QueuedHostRunner : public ProcessRunner {
  public:
   // null_excess_ms >= 0: the null runs (calibration) show that much too, else none is reported.
@@ -656,7 +657,9 @@ class QueuedHostRunner : public ProcessRunner {
     nlohmann::json& timing = result["timing"];
     const size_t n = timing["device_ms"].size();
     timing["enqueue_ms"] = std::vector<double>(n, 0.05);
-    for (size_t i = 0; i < n; ++i) timing["host_ms"][i] = timing["device_ms"][i].get<double>() + excess_ms_;
+    // A quarter of the device time on top, which the gate allows by itself: the cases then do
+    // not depend on how fast this machine ran the call (a loaded CI VM's took 0.2 ms and more).
+    for (size_t i = 0; i < n; ++i) timing["host_ms"][i] = 1.25 * timing["device_ms"][i].get<double>() + excess_ms_;
     nlohmann::json& calibration = timing["calibration"];
     calibration.erase("null_enqueue_ms");
     if (null_excess_ms_ >= 0) {
