@@ -219,7 +219,7 @@ class SharedHandOverTest(unittest.TestCase):
         import kforge_pyworker
         self.w = kforge_pyworker
         self.sup = types.SimpleNamespace(region=mmap.mmap(-1, 64, flags=mmap.MAP_SHARED), chan=None, copies={})
-        self.sup.copied_outputs = lambda sizes, keep=False, slot=0: self.w.Supervisor.copied_outputs(self.sup, sizes, keep, slot)
+        self.sup.copied_outputs = lambda sizes, slot=0, into=None: self.w.Supervisor.copied_outputs(self.sup, sizes, slot, into)
         self.expected = [{"name": "y", "dtype": "float32", "dims": [4]}, {"name": "z", "dtype": "int64", "dims": [2]}]
 
     def feed(self, reply, sinks):
@@ -312,7 +312,7 @@ class TimedLoopTest(unittest.TestCase):
         self.events.append("exclusive %d" % k)
         probe = self.w.OutputProbe("float32", None, keep)
         data, buf = self.outputs.get(k, bytes([k % 256]) * 256), None
-        if keep:  # copied into a kept buffer, as copied_outputs does
+        if keep:  # copied into a buffer of its own, as feed_outputs does
             buf = self.w.Supervisor.kept_buffer(self.sup, len(data))
             self.buffers.append(buf)
             memoryview(buf)[:] = data

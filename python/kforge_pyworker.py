@@ -293,7 +293,6 @@ class Supervisor:
         self.region = None  # shared pages for the child's outputs (shared_region)
         self.copies = {}    # the supervisor's reused copies of them, by slot (copied_outputs)
         self.kept_free = [] # copies of sampled runs the reservoir dropped, for the next sample
-        self.kept_last = None  # the copy the last kept hand-over went into (one_run)
         self.writer = None  # the thread that writes check outputs (run_checks)
         self.output_tail = bytearray()
         self.output_total = 0
@@ -463,34 +462,33 @@ class Supervisor:
         bytes (the child can write there at any time; what is checked is the copy). The copy
         goes into a buffer reused from run to run (a fresh 32 MiB one cost more in page faults
         than the copy), handed out read-only: every sink is done with it before the next run
-        (one_run and run_checks wait for their scans); `keep`: a fresh copy the sinks may keep."""
+        (one_run and run_checks wait for their scans); `keep`: a copy of their own the sinks may
+        keep (kept_buffer), returned for the reservoir to give back when it drops the run."""
         sizes = self.expect_outputs(r, expected)
         if "shared" not in r:
             for n, sink in zip(sizes, sinks):
                 self.chan.read_blob(n, sink)
-            return
-        for view, sink in zip(self.copied_outputs(sizes, keep), sinks):
+            return None
+        kept = self.kept_buffer(sum(sizes)) if keep else None
+        for view, sink in zip(self.copied_outputs(sizes, into=kept), sinks):
             for piece in pieces_of(view):
                 sink(piece)
+        return kept
 
-    def copied_outputs(self, sizes, keep=False, slot=0):
-        """The outputs in the shared region, copied out once into reused buffer `slot` (or, with
-        `keep`, a buffer of their own until the reservoir drops the run: kept_buffer): a
-        read-only view per output."""
+    def copied_outputs(self, sizes, slot=0, into=None):
+        """The outputs in the shared region, copied out once into `into` (a sampled run's own
+        buffer) or else reused buffer `slot`: a read-only view per output."""
         total = sum(sizes)
-        if keep:
-            buf = self.kept_last = self.kept_buffer(total)
-            memoryview(buf)[:total] = memoryview(self.region)[:total]
-            view = memoryview(buf)[:total].toreadonly()
-        else:
+        buf = into
+        if buf is None:
             buf = self.copies.get(slot)
             if buf is None or len(buf) < total:
                 buf = self.copies[slot] = bytearray(total)
-            # Through a memoryview: a bytearray's own slice assignment first copies a source that
-            # is not a bytearray into a new one (CPython): 25-36 ms against 4.5-6.5 ms for 32 MiB
-            # in this supervisor on the development VM.
-            memoryview(buf)[:total] = memoryview(self.region)[:total]
-            view = memoryview(buf)[:total].toreadonly()
+        # Through a memoryview: a bytearray's own slice assignment first copies a source that is
+        # not a bytearray into a new one (CPython): 25-36 ms against 4.5-6.5 ms for 32 MiB in
+        # this supervisor on the development VM.
+        memoryview(buf)[:total] = memoryview(self.region)[:total]
+        view = memoryview(buf)[:total].toreadonly()
         views, offset = [], 0
         for n in sizes:
             views.append(view[offset:offset + n])
@@ -873,8 +871,7 @@ class Supervisor:
         expected = self.spec["sets"][j]["outputs"]
         kf_run = self.spec.get("entry") == "kf_run" and self.spec["mode"] == "candidate"
         probes = [(d["name"], OutputProbe(d["dtype"], POISON[d["dtype"]][poison] if kf_run else None, keep)) for d in expected]
-        self.kept_last = None
-        self.feed_outputs(r, expected, [p for _, p in probes], keep=keep)
+        kept = self.feed_outputs(r, expected, [p for _, p in probes], keep=keep)
         t4 = ns()
         # collect_ms is the child's part of the hand-over: its round trip when the outputs came
         # through the shared region (the child is done with them when it replies), the whole
@@ -886,7 +883,7 @@ class Supervisor:
                "collect_ms": ((replied if shared else t4) - t3) / 1e6, "copy_ms": ((t4 - replied) if shared else 0) / 1e6,
                "device_ms": float(done["device_ms"]),
                "host_ms": float(done["host_ms"]), "enqueue_ms": done.get("enqueue_ms"),
-               "probes": probes, "buffer": self.kept_last, "overrun": r.get("overrun"),
+               "probes": probes, "buffer": kept, "overrun": r.get("overrun"),
                "inputs_changed": r.get("inputs_changed", []), "lock_wait_s": waited}
         if settle is None:
             self.settle_run(run)

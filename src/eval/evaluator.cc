@@ -93,7 +93,8 @@ std::vector<LaunchAttr> AttrsFor(const BoundProblem& b) {
 }
 
 // A worker's input set for a bound problem. Sets of the problem's own inputs carry their
-// generators (distribution and key), so the worker can draw fresh values for timed runs.
+// generators (distribution and key), so the worker can draw them (DrawnFrom) and fresh values
+// for timed runs.
 InputSet SetFor(const BoundProblem& b, bool float64_inputs, double magnitude = 1) {
   InputSet s;
   s.magnitude = magnitude;
@@ -102,8 +103,10 @@ InputSet SetFor(const BoundProblem& b, bool float64_inputs, double magnitude = 1
     TensorShape t = b.inputs[k];
     if (float64_inputs && IsFloating(t.dtype)) t.dtype = DType::kFloat64;
     TensorFile f{t, "", std::nullopt};
-    if (!float64_inputs && k < b.problem->inputs.size() && b.problem->format != ProblemFormat::kPyTorch)
-      f.gen = InputGenerator{b.problem->inputs[k].dist, InputKey(b, k)};
+    // Widened for a float64 reference: drawn in the input's own type, as the candidate gets it.
+    if (k < b.problem->inputs.size() && b.problem->format != ProblemFormat::kPyTorch)
+      f.gen = InputGenerator{b.problem->inputs[k].dist, InputKey(b, k),
+                             t.dtype != b.inputs[k].dtype ? std::optional<DType>(b.inputs[k].dtype) : std::nullopt};
     s.inputs.push_back(f);
   }
   for (TensorShape t : b.outputs) {
@@ -403,12 +406,8 @@ Status Evaluation::ReferenceOutputs(std::vector<Trial>& trials, const std::strin
     for (size_t t = begin; t < end; ++t) {
       job.sets.push_back(SetFor(trials[t].bound, problem_.reference_float64, trials[t].magnitude));
       job.checks.push_back(static_cast<int>(t - begin));
-      const BoundProblem& b = trials[t].bound;
-      for (size_t k = 0; k < job.sets.back().inputs.size(); ++k) {
-        TensorFile& f = job.sets.back().inputs[k];
-        f.gen = InputGenerator{b.problem->inputs.at(k).dist, InputKey(b, k), b.inputs[k].dtype};
-        f.draw_seed = trials[t].seed;
-      }
+      if (!DrawnFrom(trials[t].seed, &job.sets.back()))
+        return Status::Internal("an input of problem '" + problem_.name + "' has no generator to draw its reference's from");
       files.inputs.emplace_back();
     }
     return RunWorker(runner_, job, files, WorkerLimits());
@@ -1516,9 +1515,7 @@ Status Evaluation::PreparePyTorch() {
 // lock held) for their seeds. On by default where the device is a GPU; on a CPU its start would
 // compete with the candidate's job for the cores; with warm Python workers (eval/python_zygote.h)
 // a job starts with a fork, and the reference job simply follows the candidate's.
-// KFORGE_STANDBY_REFERENCE=1 or 0 overrides.
-// Whether a Python candidate's judgement starts a standby reference job beside the candidate's
-// (on a GPU, or $KFORGE_STANDBY_REFERENCE=1; torch_device_ is known once the probe answered).
+// KFORGE_STANDBY_REFERENCE=1 or 0 overrides. (torch_device_ is known once the probe answered.)
 bool Evaluation::StandbyReferenceWanted() const {
   const char* env = std::getenv("KFORGE_STANDBY_REFERENCE");
   const bool wanted = env && *env ? std::string(env) != "0" : torch_device_ != "cpu";
@@ -1704,7 +1701,8 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t, const std::vector<doub
     // what this host, at this load, adds to a queued call that does nothing (0 when the report
     // has none). An H100 host showed honest gelu Triton calls 0.081-0.107 ms over in a crowd of
     // 8, past the 0.075 ms a quieter one had needed.
-    const double null_hidden = QueuedHostExcess(t.null_host_ms, t.null_device_ms, t.null_enqueue_ms, queue_ms);
+    const Calibration& c = t.calibration;
+    const double null_hidden = QueuedHostExcess(c.null_host_ms, c.null_device_ms, c.null_enqueue_ms, queue_ms);
     if (hidden > 0.25 * device + std::max(kQueuedHostGapMs, null_hidden + kQueuedHostNullMarginMs)) {
       Finish(VerdictStatus::kSuspicious,
              fmt::format("the calls' host time exceeds their device time by {:.3f} ms (median) beyond what their launches "
@@ -1717,8 +1715,8 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t, const std::vector<doub
     }
   }
   struct Phase { const char* what; double median, calibrated; };
-  for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", Median(t.prepare_ms), t.calibration_prepare_ms},
-                         Phase{"collecting a timed run's outputs", Median(t.collect_ms), t.calibration_collect_ms}}) {
+  for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", Median(t.prepare_ms), t.calibration.prepare_ms},
+                         Phase{"collecting a timed run's outputs", Median(t.collect_ms), t.calibration.collect_ms}}) {
     if (p.median - p.calibrated > 0.5 * effective + 0.25 * p.calibrated + slack) {
       Finish(VerdictStatus::kSuspicious, std::string(p.what) + " took " + std::to_string(p.median) + " ms (median) against " +
                                              std::to_string(p.calibrated) + " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");

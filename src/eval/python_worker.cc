@@ -824,13 +824,7 @@ Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing) {
       !timing.overhead_ms)
     return Status::Internal("the Python worker's timing lacks device_ms, host_ms, wall_ms, prepare_ms, collect_ms or overhead_ms");
   t.overhead_ms = *timing.overhead_ms;
-  if (timing.calibration) {
-    t.calibration_prepare_ms = timing.calibration->prepare_ms;
-    t.calibration_collect_ms = timing.calibration->collect_ms;
-    t.null_host_ms = timing.calibration->null_host_ms;
-    t.null_device_ms = timing.calibration->null_device_ms;
-    t.null_enqueue_ms = timing.calibration->null_enqueue_ms;
-  }
+  t.calibration = timing.calibration.value_or(Calibration{});
   t.sets = TimingSets(timing, n);
   return t;
 }

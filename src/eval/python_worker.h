@@ -135,8 +135,7 @@ struct PythonTiming {
   std::vector<double> device_ms, host_ms, wall_ms, prepare_ms, collect_ms;
   std::vector<int> sets;  // the input set of each run (empty when the record has none)
   double overhead_ms = 0;
-  double calibration_prepare_ms = 0, calibration_collect_ms = 0;  // medians of the null runs
-  std::vector<double> null_host_ms, null_device_ms, null_enqueue_ms;  // each null run's (Calibration)
+  Calibration calibration;  // the null runs before the candidate was loaded (zeros: none reported)
 };
 // Reads a report's timing; an error when its arrays are missing or of unequal lengths.
 Result<PythonTiming> ParsePythonTiming(const WorkerTiming& timing);
