@@ -140,6 +140,8 @@ class ProcessRunner {
   virtual ~ProcessRunner() = default;
   // Runs spec.argv to its end under spec.limits. Everything that can go wrong with the child,
   // including failing to start it, is reported in the result; kStartFailed has start_error.
+  // Called from several threads at once (the evaluator runs reference jobs side by side, the
+  // compile farm compiles in parallel): an implementation that keeps state locks it.
   virtual ProcessResult Run(const ProcessSpec& spec) = 0;
   // True for the real sandbox (NewSandboxRunner), whose isolation a resident worker may rely on
   // being the same for a process it starts itself; fakes and wrappers say false.

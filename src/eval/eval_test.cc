@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <chrono>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -205,13 +207,15 @@ class JobFolderRunner : public ProcessRunner {
       seen.entry = job.value("entry", "");
       for (const nlohmann::json& set : job.value("sets", nlohmann::json::array()))
         for (const nlohmann::json& in : set.value("inputs", nlohmann::json::array())) seen.all_drawn &= in.contains("draw_seed");
+      std::lock_guard<std::mutex> lock(mu_);  // the sampled runs' reference jobs run side by side
       jobs_.push_back(seen);
     }
     return real_->Run(spec);
   }
-  std::vector<Seen> jobs_;
+  std::vector<Seen> jobs_;  // read after Evaluate returns
 
  private:
+  std::mutex mu_;
   std::unique_ptr<ProcessRunner> real_ = NewSandboxRunner();
 };
 
