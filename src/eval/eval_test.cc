@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>

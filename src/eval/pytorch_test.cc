@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -317,7 +319,7 @@ class ProbeCountingRunner : public ProcessRunner {
     r.out = canned_;
     return r;
   }
-  int probes_ = 0;
+  std::atomic<int> probes_{0};  // a standby reference job runs beside the probe
 
  private:
   const std::string canned_;
@@ -332,12 +334,12 @@ TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunning
   Result<nlohmann::json> first = ProbePythonOnce(runner, "", &kept);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_FALSE(kept);
-  EXPECT_EQ(runner.probes_, 1);
+  EXPECT_EQ(runner.probes_.load(), 1);
   EXPECT_FALSE(first->contains("_rests_on")) << first->dump();
   Result<nlohmann::json> second = ProbePythonOnce(runner, "", &kept);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_TRUE(kept);
-  EXPECT_EQ(runner.probes_, 1) << "a kept answer ran Python again";
+  EXPECT_EQ(runner.probes_.load(), 1) << "a kept answer ran Python again";
   EXPECT_EQ(*second, *first);  // the same answer, so the same trusted-state keys
   Result<nlohmann::json> off = [&] {
     ScopedEnv every_time("KFORGE_KEEP_PYTHON_PROBE", "0");
@@ -345,7 +347,7 @@ TEST_F(PyTorchTest, GivenAProbeAnswerKeptOnDiskTheNextProbeReadsItWithoutRunning
   }();
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(kept);
-  EXPECT_EQ(runner.probes_, 2);
+  EXPECT_EQ(runner.probes_.load(), 2);
 }
 
 TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoTheProbeRunsAgain) {
@@ -365,7 +367,7 @@ TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoThePro
   };
   EXPECT_FALSE(probe());
   EXPECT_TRUE(probe());
-  EXPECT_EQ(runner.probes_, 1);
+  EXPECT_EQ(runner.probes_.load(), 1);
   // A module's file rewritten (an upgrade in place).
   ASSERT_TRUE(WriteFileAtomic(dir / "torch_init.py", "# version 2, longer\n").ok());
   EXPECT_FALSE(probe());
@@ -374,14 +376,14 @@ TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoThePro
   ASSERT_TRUE(WriteFileAtomic(dir / "site-packages" / "triton.py", "").ok());
   EXPECT_FALSE(probe());
   EXPECT_TRUE(probe());
-  EXPECT_EQ(runner.probes_, 3);
+  EXPECT_EQ(runner.probes_.load(), 3);
   // Other devices visible: another key.
   {
     ScopedEnv other_devices("CUDA_VISIBLE_DEVICES", "kforge-probe-test");
     EXPECT_FALSE(probe());
   }
   EXPECT_TRUE(probe());  // the first environment's answer is still kept
-  EXPECT_EQ(runner.probes_, 4);
+  EXPECT_EQ(runner.probes_.load(), 4);
   // An answer that may be a passing state is never kept: PyTorch that did not import.
   nlohmann::json broken = canned;
   broken["error"] = "PyTorch does not import: a test";
@@ -390,14 +392,14 @@ TEST_F(PyTorchTest, GivenAFileOrFolderTheProbeRestsOnChangesOrTheDevicesDoThePro
   bool kept_error = true;
   ASSERT_TRUE(ProbePythonOnce(failing, module + "_error", &kept_error).ok());
   EXPECT_FALSE(kept_error);
-  EXPECT_EQ(failing.probes_, 2);
+  EXPECT_EQ(failing.probes_.load(), 2);
   // An answer that rests on nothing (a worker without the list) is never kept.
   ProbeCountingRunner bare(nlohmann::json{{"python", "3.11"}, {"torch", "9.9"}}.dump());
   bool kept = true;
   ASSERT_TRUE(ProbePythonOnce(bare, module + "_bare", &kept).ok());
   ASSERT_TRUE(ProbePythonOnce(bare, module + "_bare", &kept).ok());
   EXPECT_FALSE(kept);
-  EXPECT_EQ(bare.probes_, 2);
+  EXPECT_EQ(bare.probes_.load(), 2);
 }
 
 // Judges on the CPU while it lives, also when the suite runs on a GPU (KFORGE_TORCH_DEVICE=cuda:0),
@@ -734,9 +736,11 @@ class InputFilesRunner : public ProcessRunner {
       for (const nlohmann::json& in : set.value("inputs", nlohmann::json::array()))
         if (in.contains("file")) sets.back().push_back(in["file"]);
     }
+    std::lock_guard<std::mutex> lock(mu_);  // a standby reference job runs beside the candidate's
     if (!sets.empty() && !sets[0].empty()) (native ? worker_ : reference_) = sets;
     return r;
   }
+  std::mutex mu_;
   std::vector<std::vector<std::string>> reference_, worker_;  // per set, per input: its file
 
  private:
