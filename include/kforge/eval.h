@@ -162,7 +162,13 @@ Result<Confirmation> Confirm(const Problem& problem, const ConfirmSubject& a, co
 struct DevicePeaks {
   double bandwidth_gbs = 0;  // achievable
   double fp32_gflops = 0;    // achievable
+  // Achievable, where the backend measures it (CUDA's mma.sync loop; 0: not measured): the
+  // compute rate of a problem whose precision bf16 tensor cores can deliver.
+  double tensor_bf16_gflops = 0;
   bool cached = false;       // the achievable peaks came from the cache
+  // Seconds since the cached peaks were last measured again (a SOL above 100%, or `kforge
+  // doctor --remeasure-peaks`); -1: never measured again.
+  double remeasured_age_s = -1;
   nlohmann::json fingerprint;
   // TheoreticalPeaksToJson (src/backend/theoretical_peaks.h): units, bandwidth_gbs,
   // bandwidth_source, cache_resident_bytes, basis.

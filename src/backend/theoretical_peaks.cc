@@ -367,9 +367,9 @@ int EmulationProducts(int unit_bits, int required_bits) {
   return k * (k + 1) / 2;
 }
 
-FlopCeiling FastestUnit(const TheoreticalPeaks& peaks, int required_bits) {
+FlopCeiling FastestUnit(const std::vector<ComputeUnit>& units, int required_bits) {
   FlopCeiling best;
-  for (const ComputeUnit& u : peaks.units) {
+  for (const ComputeUnit& u : units) {
     int products = EmulationProducts(u.precision_bits, required_bits);
     if (u.gops / products > best.gflops) best = {u.gops / products, u.name, products};
   }

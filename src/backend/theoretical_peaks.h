@@ -126,8 +126,12 @@ struct FlopCeiling {
 };
 
 // The fastest unit for a result that needs `required_bits` of precision: the largest of
-// gops / EmulationProducts over the units. Zero gflops when there are no units.
-FlopCeiling FastestUnit(const TheoreticalPeaks& peaks, int required_bits);
+// gops / EmulationProducts over the units. Zero gflops when there are no units. The units may
+// be theoretical (the gate's floor) or measured (the achievable floor: SOL%).
+FlopCeiling FastestUnit(const std::vector<ComputeUnit>& units, int required_bits);
+inline FlopCeiling FastestUnit(const TheoreticalPeaks& peaks, int required_bits) {
+  return FastestUnit(peaks.units, required_bits);
+}
 
 }  // namespace kforge
 

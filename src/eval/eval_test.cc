@@ -5,9 +5,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -409,6 +411,43 @@ TEST_F(EvalTest, GivenATimeBelowTheMeasuredPeaksButAboveTheTheoreticalFloorItIsC
   EXPECT_EQ(j["roofline"]["achievable"]["bound"], "memory");
 }
 
+// A SOL above 100% measures cached peaks again, but not within the hour after the last time:
+// the cache records when, and the verdict and its warning say how long ago.
+TEST_F(EvalTest, GivenPeaksMeasuredAgainWithinTheHourASolAbove100DoesNotMeasureThemAgain) {
+  ASSERT_EQ(Eval("fast_but_possible", kData / "scale" / "good.cc").status, VerdictStatus::kCorrect);  // peaks cached
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(std::getenv("KFORGE_CACHE_DIR")) / "peaks"))
+    if (e.path().filename().string().rfind("cpp-0-", 0) == 0) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  auto rewrite = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json j = nlohmann::json::parse(ReadFile(files[0]).value());
+    change(j);
+    ASSERT_TRUE(WriteFileAtomic(files[0], j.dump()).ok());
+  };
+  auto judge = [&] {
+    Verdict v = Eval("fast_but_possible", kData / "scale" / "good.cc");
+    EXPECT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
+    EXPECT_GT(v.sol_percent, 100);
+    return v;
+  };
+  rewrite([](nlohmann::json& j) { j.erase("remeasured_unix"); });
+  Verdict first = judge();
+  EXPECT_TRUE(first.roofline["achievable"]["remeasured"].get<bool>()) << first.roofline.dump();
+  EXPECT_TRUE(nlohmann::json::parse(ReadFile(files[0]).value()).contains("remeasured_unix"));
+
+  Verdict second = judge();
+  EXPECT_FALSE(second.roofline["achievable"]["remeasured"].get<bool>()) << second.roofline.dump();
+  EXPECT_LT(second.roofline["achievable"].value("remeasured_age_s", -1.0), 600) << second.roofline.dump();
+  EXPECT_GE(second.roofline["achievable"].value("remeasured_age_s", -1.0), 0);
+  bool said = false;
+  for (const std::string& w : second.warnings) said |= w.find("measured again 0 min ago") != std::string::npos;
+  EXPECT_TRUE(said) << nlohmann::json(second.warnings).dump();
+
+  rewrite([](nlohmann::json& j) { j["remeasured_unix"] = static_cast<double>(std::time(nullptr)) - 7200; });
+  Verdict third = judge();
+  EXPECT_TRUE(third.roofline["achievable"]["remeasured"].get<bool>()) << third.roofline.dump();
+}
+
 TEST_F(EvalTest, GivenACorrectVerdictASolAbove100IsNeverSilent) {
   Verdict v = Eval("scale", kData / "scale" / "good.cc");
   ASSERT_EQ(v.status, VerdictStatus::kCorrect) << v.message;
@@ -586,8 +625,9 @@ TEST_F(EvalTest, GivenAVulkanCandidateItIsJudgedCorrectAndTimedByTimestamps) {
   EXPECT_GT(v.timing->median_ms, 0);
   EXPECT_EQ(v.fingerprint["device"]["device_timer"], "timestamp queries") << v.fingerprint.dump();
   // lavapipe's memory is the host's and mapped: the flush evicts the buffers' lines.
-  if (v.fingerprint["device"].value("kind", "") == "vulkan-cpu" && CpuFlagged("clflushopt"))
+  if (v.fingerprint["device"].value("kind", "") == "vulkan-cpu" && CpuFlagged("clflushopt")) {
     EXPECT_EQ(v.fingerprint["device"].value("cache_flush", ""), "touched buffers' lines evicted (mapped memory)");
+  }
   EXPECT_EQ(v.precision["fast_math_options"], nlohmann::json::array());
   EXPECT_EQ(v.precision["specialization_constants"], nlohmann::json::parse("[[64]]"));
 }

@@ -2,6 +2,7 @@
 // (never cached: they cost an attribute query), the achievable ones measured by a
 // kforge-worker peaks job and cached per device fingerprint in <cache>/peaks/.
 #include <algorithm>
+#include <ctime>
 
 #include "backend/registry.h"
 #include "base/files.h"
@@ -13,6 +14,16 @@ namespace kforge {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+
+// The bf16 tensor-core rate a peaks record's detail holds (CUDA's kf_mma_bf16), else 0.
+double TensorBf16(const json& record) {
+  const json detail = record.value("detail", json::object());
+  const auto it = detail.find("tensor_bf16_gflops");
+  return it != detail.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
 
 Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, ProcessRunner& runner,
                                    bool remeasure) {
@@ -31,11 +42,14 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
                           probe.value("theoretical_peaks_error", std::string("(no reason given)"));
   }
   Result<std::string> text = remeasure ? Result<std::string>(Status::NotFound("")) : ReadFile(file);
+  const double now = static_cast<double>(std::time(nullptr));
   if (text.ok()) {
     json j = json::parse(*text, nullptr, false);
-    if (!j.is_discarded()) {
+    if (j.is_object()) {
       p.bandwidth_gbs = j.value("bandwidth_gbs", 0.0);
       p.fp32_gflops = j.value("fp32_gflops", 0.0);
+      p.tensor_bf16_gflops = TensorBf16(j);
+      if (j.contains("remeasured_unix")) p.remeasured_age_s = std::max(0.0, now - j.value("remeasured_unix", 0.0));
       p.cached = true;
       return p;
     }
@@ -62,6 +76,7 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
   p.bandwidth_gbs = run->report.peaks->bandwidth_gbs;
   p.fp32_gflops = run->report.peaks->fp32_gflops;
   json pk = {{"bandwidth_gbs", p.bandwidth_gbs}, {"fp32_gflops", p.fp32_gflops}, {"detail", run->report.peaks->detail}};
+  p.tensor_bf16_gflops = TensorBf16(pk);
   // Measured again (a SOL above 100%): the cache keeps the higher of the two measurements. A
   // peak measured low is the machine's load, not the device; achievable means shown achieved.
   if (remeasure) {
@@ -70,10 +85,14 @@ Result<DevicePeaks> GetDevicePeaks(const std::string& backend, int device, Proce
       if (j.is_object()) {
         p.bandwidth_gbs = std::max(p.bandwidth_gbs, j.value("bandwidth_gbs", 0.0));
         p.fp32_gflops = std::max(p.fp32_gflops, j.value("fp32_gflops", 0.0));
+        p.tensor_bf16_gflops = std::max(p.tensor_bf16_gflops, TensorBf16(j));
         pk["bandwidth_gbs"] = p.bandwidth_gbs;
         pk["fp32_gflops"] = p.fp32_gflops;
+        if (p.tensor_bf16_gflops > 0) pk["detail"]["tensor_bf16_gflops"] = p.tensor_bf16_gflops;
       }
     }
+    pk["remeasured_unix"] = now;
+    p.remeasured_age_s = 0;
   }
   pk["fingerprint"] = fp;
   KF_RETURN_IF_ERROR(WriteFileAtomic(file, pk.dump(1)));

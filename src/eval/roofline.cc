@@ -87,9 +87,13 @@ TheoreticalFloor ComputeTheoreticalFloor(const TheoreticalPeaks& peaks, double f
   return f;
 }
 
-Floor ComputeAchievableFloor(double gflops, double bandwidth_gbs, double flops, double bytes) {
-  return Combine(gflops > 0 ? flops / (gflops * 1e9) : 0,
-                 bandwidth_gbs > 0 ? bytes / (bandwidth_gbs * 1e9) : 0);
+AchievableFloor ComputeAchievableFloor(const std::vector<ComputeUnit>& measured, double bandwidth_gbs, double flops,
+                                       double bytes, int required_bits) {
+  AchievableFloor f;
+  f.compute = FastestUnit(measured, required_bits);
+  static_cast<Floor&>(f) = Combine(f.compute.gflops > 0 ? flops / (f.compute.gflops * 1e9) : 0,
+                                   bandwidth_gbs > 0 ? bytes / (bandwidth_gbs * 1e9) : 0);
+  return f;
 }
 
 }  // namespace kforge

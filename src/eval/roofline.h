@@ -47,8 +47,17 @@ struct TheoreticalFloor : Floor {
 TheoreticalFloor ComputeTheoreticalFloor(const TheoreticalPeaks& peaks, double flops, double bytes,
                                          int required_bits);
 
-// flops / gflops and bytes / bandwidth from measured peaks; a 0 peak contributes no term.
-Floor ComputeAchievableFloor(double gflops, double bandwidth_gbs, double flops, double bytes);
+struct AchievableFloor : Floor {
+  FlopCeiling compute;  // the fastest measured unit that can deliver the required bits
+};
+
+// flops / rate and bytes / bandwidth from measured peaks: the rate of the fastest measured
+// unit that delivers `required_bits` (FastestUnit over `measured`: fp32 always, bf16 tensor
+// cores where the backend measures them), so that a kernel on the units the problem's
+// precision allows is held to those units, as the theoretical floor holds it. A 0 rate or
+// bandwidth contributes no term.
+AchievableFloor ComputeAchievableFloor(const std::vector<ComputeUnit>& measured, double bandwidth_gbs, double flops,
+                                       double bytes, int required_bits);
 
 }  // namespace kforge
 

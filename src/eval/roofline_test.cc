@@ -79,10 +79,38 @@ TEST(TheoreticalFloorTest, GivenACpuTheMemoryTermUsesTheLoadStorePorts) {
 }
 
 TEST(AchievableFloorTest, GivenMeasuredPeaksItIsTheLargerTerm) {
-  Floor f = ComputeAchievableFloor(100, 10, 1e9, 1e9);  // 10 ms of flops, 100 ms of bytes
+  const std::vector<ComputeUnit> fp32 = {{"fp32 (measured)", 100, 24}};
+  Floor f = ComputeAchievableFloor(fp32, 10, 1e9, 1e9, 24);  // 10 ms of flops, 100 ms of bytes
   EXPECT_EQ(f.bound, "memory");
   EXPECT_NEAR(f.ms, 100, 1e-9);
-  EXPECT_EQ(ComputeAchievableFloor(0, 0, 1e9, 1e9).ms, 0);
+  EXPECT_EQ(ComputeAchievableFloor({}, 0, 1e9, 1e9, 24).ms, 0);
+  EXPECT_EQ(ComputeAchievableFloor({{"fp32 (measured)", 0, 24}}, 0, 1e9, 1e9, 24).ms, 0);
+}
+
+// A measured tensor-core rate holds a problem to the units its precision allows, as the
+// theoretical floor does: bf16 itself for 8 bits or fewer, three bf16 products (bf16x3) when
+// that beats fp32 for 14 bits, fp32 for full fp32 precision.
+TEST(AchievableFloorTest, GivenAMeasuredTensorRateTheRequiredBitsPickTheUnit) {
+  const std::vector<ComputeUnit> h100 = {{"fp32 (measured)", 60000, 24}, {"tensor bf16 (measured)", 600000, 8}};
+  AchievableFloor loose = ComputeAchievableFloor(h100, 3000, 6e11, 1e6, 7);
+  EXPECT_EQ(loose.compute.unit, "tensor bf16 (measured)");
+  EXPECT_EQ(loose.compute.products, 1);
+  EXPECT_NEAR(loose.compute_ms, 1.0, 1e-9);
+  EXPECT_EQ(loose.bound, "compute");
+  AchievableFloor strict = ComputeAchievableFloor(h100, 3000, 6e11, 1e6, 14);
+  EXPECT_EQ(strict.compute.products, 3);
+  EXPECT_NEAR(strict.compute.gflops, 200000, 1e-6);
+  AchievableFloor full = ComputeAchievableFloor(h100, 3000, 6e11, 1e6, 24);  // split products still win
+  EXPECT_EQ(full.compute.products, EmulationProducts(8, 24));
+  EXPECT_NEAR(full.compute.gflops, 600000.0 / EmulationProducts(8, 24), 1e-6);
+  // Without a measured tensor rate (a CPU, a CUDA build without nvcc) fp32 is the rate.
+  AchievableFloor cpu = ComputeAchievableFloor({{"fp32 (measured)", 60000, 24}}, 3000, 6e11, 1e6, 7);
+  EXPECT_EQ(cpu.compute.unit, "fp32 (measured)");
+  EXPECT_NEAR(cpu.compute_ms, 10.0, 1e-9);
+  // A tensor rate too slow to pay for its products leaves fp32 in charge.
+  AchievableFloor slow = ComputeAchievableFloor({{"fp32 (measured)", 60000, 24}, {"tensor bf16 (measured)", 90000, 8}},
+                                                3000, 6e11, 1e6, 14);
+  EXPECT_EQ(slow.compute.unit, "fp32 (measured)");
 }
 
 }  // namespace
