@@ -151,7 +151,7 @@ TEST_F(EvalTest, GivenASeedTheReferenceJobDrawsTheInputsTheOrchestratorWouldHave
     for (size_t k = 0; k < b->inputs.size(); ++k) {
       TensorShape t = b->inputs[k];
       t.dtype = DType::kFloat64;
-      TensorFile f{t, "", std::nullopt};
+      TensorFile f{t, "", std::nullopt, std::nullopt};
       if (which == 0) {
         f.gen = InputGenerator{p->inputs[k].dist, InputKey(*b, k), b->inputs[k].dtype};
         f.draw_seed = seed;
@@ -162,7 +162,7 @@ TEST_F(EvalTest, GivenASeedTheReferenceJobDrawsTheInputsTheOrchestratorWouldHave
     }
     for (TensorShape t : b->outputs) {
       t.dtype = DType::kFloat64;
-      set.outputs.push_back({t, "", std::nullopt});
+      set.outputs.push_back({t, "", std::nullopt, std::nullopt});
     }
     job.sets.push_back(set);
     job.checks.push_back(which);
@@ -542,8 +542,9 @@ TEST_F(EvalTest, GivenAnOpenClCandidateItIsJudgedCorrect) {
   // LLC filled (a 480 MiB L3 made that 140 ms a run on a VM).
   const nlohmann::json device = v.fingerprint.value("device", nlohmann::json::object());
   if (device.value("kind", "") != "gpu" && CpuFlagged("clflushopt") &&
-      device.value("platform", "").find("Portable Computing Language") != std::string::npos)
+      device.value("platform", "").find("Portable Computing Language") != std::string::npos) {
     EXPECT_EQ(device.value("cache_flush", ""), "touched buffers' lines evicted (in-place maps)") << device.dump();
+  }
   // As root every job ran under an id of its own, with PoCL's kernel cache in a folder of that
   // id that no other id may enter (PoCL makes its files 0700/0600: a shared folder would fail
   // the next id's build).
