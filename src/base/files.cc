@@ -63,6 +63,32 @@ Result<std::string> ReadFile(const fs::path& path) {
   return bytes;
 }
 
+Status ReadFileInto(const fs::path& path, void* out, size_t bytes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("cannot read " + path.string() + ": " + std::strerror(errno));
+  char* to = static_cast<char*>(out);
+  size_t got = 0;
+  char extra = 0;
+  for (;;) {
+    // One byte past the end is asked for at the last read, so a longer file is seen.
+    const bool past = got == bytes;
+    const ssize_t n = read(fd, past ? &extra : to + got, past ? 1 : bytes - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      close(fd);
+      return Status::IoError("cannot read " + path.string() + ": " + why);
+    }
+    if (n == 0 || past) {
+      close(fd);
+      if (n == 0 && got == bytes) return Status::Ok();
+      return Status::InvalidArgument(path.string() + " holds " + (past ? "more" : std::to_string(got)) + " bytes, not " +
+                                     std::to_string(bytes));
+    }
+    got += static_cast<size_t>(n);
+  }
+}
+
 Status WriteFile(const fs::path& path, const void* data, size_t bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status::IoError("cannot write " + path.string());

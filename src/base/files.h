@@ -12,6 +12,9 @@
 namespace kforge {
 
 Result<std::string> ReadFile(const std::filesystem::path& path);
+// Reads a file of exactly `bytes` bytes into `out` (a widened reference's own memory: no
+// buffer of the file's to allocate, fault in and copy again); another size is an error.
+Status ReadFileInto(const std::filesystem::path& path, void* out, size_t bytes);
 // The first line of a small text file (sysfs, /proc), without its newline; "" when it cannot
 // be read.
 std::string ReadFirstLine(const std::filesystem::path& path);

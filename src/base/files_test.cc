@@ -86,6 +86,29 @@ TEST_F(FilesTest, ReadFileReturnsExactlyTheFilesBytes) {
   EXPECT_FALSE(ReadFile(dir_ / "missing").ok());
 }
 
+TEST_F(FilesTest, ReadFileIntoFillsTheBufferAndRefusesAnotherSize) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, size_t{3} << 20}) {
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 131 + 7);
+    const fs::path f = dir_ / ("g" + std::to_string(n));
+    ASSERT_TRUE(WriteFile(f, bytes.data(), bytes.size()).ok());
+    std::string into(n, 'x');
+    ASSERT_TRUE(ReadFileInto(f, into.data(), n).ok()) << n;
+    EXPECT_EQ(into, bytes) << n << " bytes";
+    std::string shorter(n + 1, 'x'), longer(n == 0 ? 1 : n - 1, 'x');
+    Status s = ReadFileInto(f, shorter.data(), n + 1);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("not " + std::to_string(n + 1)), std::string::npos) << s.message();
+    if (n > 0) {
+      s = ReadFileInto(f, longer.data(), n - 1);
+      EXPECT_FALSE(s.ok());
+      EXPECT_NE(s.message().find("holds more bytes"), std::string::npos) << s.message();
+    }
+  }
+  std::string none;
+  EXPECT_EQ(ReadFileInto(dir_ / "missing", none.data(), 0).code(), StatusCode::kNotFound);
+}
+
 TEST_F(FilesTest, ReadFirstLineStopsAtTheNewlineAndIsEmptyForAMissingFile) {
   const fs::path f = dir_ / "size";
   ASSERT_TRUE(WriteFileAtomic(f, "2048K\nsecond\n").ok());

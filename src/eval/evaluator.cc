@@ -479,12 +479,19 @@ Status Evaluation::ReadReferences(const WorkerRun& run, std::vector<Trial>& tria
   ParallelFor(trials.size(), [&](size_t t) {
     trials[t].reference.clear();
     for (const TensorShape& out : trials[t].bound.outputs) {
-      Result<std::string> bytes = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', out.name));
-      if (!bytes.ok()) { read[t] = bytes.status(); return; }
+      const std::string file = CheckOutputFile(static_cast<int>(t), 'a', out.name);
       TensorShape s = out;
       if (problem_.reference_float64 && IsFloating(s.dtype)) s.dtype = DType::kFloat64;
       std::vector<double> v(static_cast<size_t>(s.numel()));
-      ToDouble(s.dtype, bytes->data(), v.size(), v.data());
+      if (s.dtype == DType::kFloat64) {  // read where it is kept: no copy to widen
+        read[t] = run.ReadOutputInto(file, v.data(), v.size() * sizeof(double));
+        if (!read[t].ok()) return;
+      } else {
+        Result<std::shared_ptr<const std::string>> bytes = run.ReadOutput(file);
+        if (!bytes.ok()) { read[t] = bytes.status(); return; }
+        if ((*bytes)->size() != static_cast<size_t>(s.bytes())) { read[t] = Status::Internal("reference output " + file + " has the wrong size"); return; }
+        ToDouble(s.dtype, (*bytes)->data(), v.size(), v.data());
+      }
       trials[t].reference.push_back(std::move(v));
     }
   });
@@ -731,14 +738,14 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
     const auto [t, o] = outputs[i];
     const TensorShape& shape = trials_[t].bound.outputs[o];
     const Tolerance tol = ToleranceFor(shape.dtype);
-    Result<std::string> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
-    Result<std::string> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
+    Result<std::shared_ptr<const std::string>> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
+    Result<std::shared_ptr<const std::string>> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
     Compared& c = compared[i];
     c.read = a.ok() && b.ok();
     if (!c.read) return;
-    c.a = CompareOutput(shape, *a, trials_[t].reference[o], tol);
-    if (problem_.nondeterministic) c.b = CompareOutput(shape, *b, trials_[t].reference[o], tol);
-    c.same = *a == *b;
+    c.a = CompareOutput(shape, **a, trials_[t].reference[o], tol);
+    if (problem_.nondeterministic) c.b = CompareOutput(shape, **b, trials_[t].reference[o], tol);
+    c.same = **a == **b;
   });
   for (size_t t = 0, i = 0; t < trials_.size(); ++t) {
     const Trial& trial = trials_[t];
@@ -828,10 +835,10 @@ bool Evaluation::CompareTimedSamples(const WorkerRun& run, const std::vector<Tim
     const TimedSample& s = samples[k];
     const TensorShape& shape = trials_[static_cast<size_t>(s.set)].bound.outputs[o];
     auto file = s.files.find(shape.name);
-    Result<std::string> bytes = run.ReadOutput(file == s.files.end() ? std::string() : file->second);
+    Result<std::shared_ptr<const std::string>> bytes = run.ReadOutput(file == s.files.end() ? std::string() : file->second);
     Comparison& c = compared[i];
     if (bytes.ok() && o < refs[k].size()) {
-      c = CompareOutput(shape, *bytes, refs[k][o], ToleranceFor(shape.dtype));
+      c = CompareOutput(shape, **bytes, refs[k][o], ToleranceFor(shape.dtype));
     } else {
       c.pass = false;
       c.reason = bytes.ok() ? "missing from the worker" : bytes.status().message();
@@ -1380,11 +1387,17 @@ bool Evaluation::PythonOutputsMayRepeat() const {
 // `numel` elements of its reference_dtype.
 Result<std::vector<double>> WidenedReference(const WorkerRun& run, const ReferenceOutput& out, int64_t numel) {
   KF_ASSIGN_OR_RETURN(DType rdt, ParseDType(out.reference_dtype));
-  KF_ASSIGN_OR_RETURN(std::string bytes, run.ReadOutput(out.file));
-  if (numel < 0 || bytes.size() != static_cast<size_t>(numel) * DTypeSize(rdt))
-    return Status::Internal("reference output '" + out.name + "' has the wrong size");
+  if (numel < 0) return Status::Internal("reference output '" + out.name + "' has the wrong size");
   std::vector<double> v(static_cast<size_t>(numel));
-  ToDouble(rdt, bytes.data(), v.size(), v.data());
+  if (rdt == DType::kFloat64) {  // read where it is kept: no copy to widen
+    Status read = run.ReadOutputInto(out.file, v.data(), v.size() * sizeof(double));
+    if (!read.ok()) return Status::Internal("reference output '" + out.name + "': " + read.message());
+    return v;
+  }
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> bytes, run.ReadOutput(out.file));
+  if (bytes->size() != static_cast<size_t>(numel) * DTypeSize(rdt))
+    return Status::Internal("reference output '" + out.name + "' has the wrong size");
+  ToDouble(rdt, bytes->data(), v.size(), v.data());
   return v;
 }
 
@@ -1410,7 +1423,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
         if (in.file && input_files.emplace(*in.file, nullptr).second) names.push_back(*in.file);
       for (const ReferenceOutput& out : d.outputs) outs.push_back(&out);
     }
-    std::vector<Result<std::string>> read(names.size(), Status::Internal("not read"));
+    std::vector<Result<std::shared_ptr<const std::string>>> read(names.size(), Status::Internal("not read"));
     widened.assign(outs.size(), Status::Internal("not read"));
     ParallelFor(names.size() + outs.size(), [&](size_t i) {
       if (i < names.size()) {
@@ -1427,7 +1440,7 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
         if (status.ok()) status = read[i].status();
         continue;
       }
-      input_files[names[i]] = std::make_shared<const std::string>(std::move(*read[i]));
+      input_files[names[i]] = std::move(*read[i]);
     }
   }
   size_t next_out = 0;  // into outs and widened

@@ -818,7 +818,7 @@ TEST(PythonWorkerTest, GivenAResultChangedAfterTheWorkerWroteItVerificationRefus
   const std::string good = R"({"files": {"out_0_a_out.bin": ")" + PieceDigestHex("1234") + R"("}, "done": true})";
   WorkerRun ok = make(good, good, "1234");
   EXPECT_TRUE(ok.finished()) << ok.result.dump();
-  EXPECT_EQ(ok.ReadOutput("out_0_a_out.bin").value(), "1234");
+  EXPECT_EQ(*ok.ReadOutput("out_0_a_out.bin").value(), "1234");
   WorkerRun rewritten = make(R"({"done": true, "timing": {}})", good, "1234");
   EXPECT_EQ(rewritten.result["error"]["stage"], "integrity") << rewritten.result.dump();
   WorkerRun changed_file = make(good, good, "4321");
@@ -848,7 +848,13 @@ TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
   ASSERT_TRUE(held.finished()) << held.result.dump();
   ASSERT_TRUE(held.held && held.held->count("out_0_a_out.bin"));
   EXPECT_FALSE(fs::exists(held.dir / "out_0_a_out.bin"));
-  EXPECT_EQ(held.ReadOutput("out_0_a_out.bin").value(), "1234");
+  EXPECT_EQ(*held.ReadOutput("out_0_a_out.bin").value(), "1234");
+  // Shared with the run, not copied; read into a buffer of its size alone.
+  EXPECT_EQ(held.ReadOutput("out_0_a_out.bin").value().get(), &held.held->at("out_0_a_out.bin"));
+  std::string into(4, 'x');
+  EXPECT_TRUE(held.ReadOutputInto("out_0_a_out.bin", into.data(), 4).ok());
+  EXPECT_EQ(into, "1234");
+  EXPECT_FALSE(held.ReadOutputInto("out_0_a_out.bin", into.data(), 3).ok());
   const fs::path store = MakeTempDir("pyverify-store").value();
   TrustedState trusted = [&] {
     ScopedEnv own_cache("KFORGE_CACHE_DIR", store.string());
@@ -857,13 +863,17 @@ TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
   ASSERT_TRUE(trusted.KeepRun("k", nlohmann::json::object(), held).ok());
   std::optional<WorkerRun> kept = trusted.FindRun("k");
   ASSERT_TRUE(kept.has_value());
-  EXPECT_EQ(kept->ReadOutput("out_0_a_out.bin").value(), "1234");
+  EXPECT_EQ(*kept->ReadOutput("out_0_a_out.bin").value(), "1234");
   WorkerRun copied = make("0");
   ASSERT_TRUE(copied.finished()) << copied.result.dump();
   EXPECT_FALSE(copied.held);
   EXPECT_EQ(ReadFile(copied.dir / "out_0_a_out.bin").value(), "1234");
   EXPECT_TRUE(WriteFileAtomic(copied.dir / "out_0_a_out.bin", "4321").ok());
   EXPECT_FALSE(copied.ReadOutput("out_0_a_out.bin").ok());  // a file is checked again when read
+  std::string into_copied(4, 'x');
+  Status changed = copied.ReadOutputInto("out_0_a_out.bin", into_copied.data(), 4);  // into a buffer too
+  EXPECT_NE(changed.message().find("was changed after"), std::string::npos) << changed.message();
+  EXPECT_FALSE(copied.ReadOutputInto("out_0_a_out.bin", into_copied.data(), 5).ok());
   for (const WorkerRun* r : {&held, &copied}) Cleanup(*r);
   std::error_code ec;
   fs::remove_all(store, ec);

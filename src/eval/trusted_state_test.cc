@@ -63,9 +63,9 @@ TEST_F(TrustedStateTest, GivenAKeptRunItIsFoundVerifiedAndItsFilesReadBack) {
   ASSERT_TRUE(kept.has_value());
   EXPECT_TRUE(kept->finished());
   EXPECT_TRUE(kept->kept);
-  Result<std::string> bytes = kept->ReadOutput("out.bin");
+  Result<std::shared_ptr<const std::string>> bytes = kept->ReadOutput("out.bin");
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  EXPECT_EQ(*bytes, "reference bytes");
+  EXPECT_EQ(**bytes, "reference bytes");
   Cleanup(*kept);  // a kept folder stays
   EXPECT_TRUE(store.FindRun(key).has_value());
   EXPECT_NE(store.Describe().find(": 1 reference runs"), std::string::npos) << store.Describe();

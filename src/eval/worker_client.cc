@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -110,15 +111,43 @@ void WorkerRun::SetResult(nlohmann::json j) {
   report.error = WorkerError{"result", "the worker's report is malformed: " + parsed.status().message(), nullptr};
 }
 
-Result<std::string> WorkerRun::ReadOutput(const std::string& file) const {
+namespace {
+
+Status CheckedName(const std::string& file) {
   if (file.empty() || file.find('/') != std::string::npos) return Status::InvalidArgument("bad output file name '" + file + "'");
-  if (held)
-    if (auto it = held->find(file); it != held->end()) return it->second;
-  KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
-  auto recorded = report.files.find(file);
-  if (recorded != report.files.end() && recorded->second != PieceDigestHex(bytes))
+  return Status::Ok();
+}
+
+Status CheckDigest(const WorkerRun& run, const std::string& file, const void* data, size_t bytes) {
+  auto recorded = run.report.files.find(file);
+  if (recorded != run.report.files.end() && recorded->second != PieceDigestHex(data, bytes))
     return Status::InvalidArgument("output file " + file + " was changed after the worker's supervisor wrote it");
-  return bytes;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const std::string>> WorkerRun::ReadOutput(const std::string& file) const {
+  KF_RETURN_IF_ERROR(CheckedName(file));
+  if (held)
+    if (auto it = held->find(file); it != held->end()) return std::shared_ptr<const std::string>(held, &it->second);
+  KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
+  KF_RETURN_IF_ERROR(CheckDigest(*this, file, bytes.data(), bytes.size()));
+  return std::make_shared<const std::string>(std::move(bytes));
+}
+
+Status WorkerRun::ReadOutputInto(const std::string& file, void* out, size_t bytes) const {
+  KF_RETURN_IF_ERROR(CheckedName(file));
+  if (held) {
+    if (auto it = held->find(file); it != held->end()) {
+      if (it->second.size() != bytes)
+        return Status::InvalidArgument("output file " + file + " holds " + std::to_string(it->second.size()) + " bytes, not " + std::to_string(bytes));
+      std::memcpy(out, it->second.data(), bytes);
+      return Status::Ok();
+    }
+  }
+  KF_RETURN_IF_ERROR(ReadFileInto(dir / file, out, bytes));
+  return CheckDigest(*this, file, out, bytes);
 }
 
 fs::path WorkerPath() {

@@ -44,8 +44,12 @@ struct WorkerRun {
   // goes through here, so that the two agree.
   void SetResult(nlohmann::json j);
   // An output file, checked against the digest the supervisor recorded for it in result.json
-  // (held files were checked when they were taken).
-  Result<std::string> ReadOutput(const std::string& file) const;
+  // (held files were checked when they were taken). A held file is shared, not copied (a
+  // KernelBench GEMM's 14 check outputs are 32 MiB each).
+  Result<std::shared_ptr<const std::string>> ReadOutput(const std::string& file) const;
+  // The same, into `out`, which must be the file's size: a float64 reference read straight
+  // into its own vector, with no buffer of the file's to fill and copy again.
+  Status ReadOutputInto(const std::string& file, void* out, size_t bytes) const;
 };
 
 struct WorkerFiles {
