@@ -63,30 +63,81 @@ Result<std::string> ReadFile(const fs::path& path) {
   return bytes;
 }
 
-Status ReadFileInto(const fs::path& path, void* out, size_t bytes) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::NotFound("cannot read " + path.string() + ": " + std::strerror(errno));
-  char* to = static_cast<char*>(out);
+namespace {
+
+// An open descriptor of the regular file at `path` (the link itself never followed), and its size.
+Result<int> OpenUntrusted(const fs::path& path, uint64_t* size) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ELOOP) return Status::InvalidArgument(path.string() + " is a symbolic link, not a file");
+    return Status::NotFound("cannot read " + path.string() + ": " + std::strerror(e));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::InvalidArgument(path.string() + " is not a regular file");
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+// Reads up to `bytes` into `to`, then one byte more to see whether there is more: the count read.
+Result<size_t> ReadSome(int fd, const fs::path& path, char* to, size_t bytes, bool* more) {
   size_t got = 0;
   char extra = 0;
   for (;;) {
-    // One byte past the end is asked for at the last read, so a longer file is seen.
     const bool past = got == bytes;
     const ssize_t n = read(fd, past ? &extra : to + got, past ? 1 : bytes - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = std::strerror(errno);
-      close(fd);
-      return Status::IoError("cannot read " + path.string() + ": " + why);
-    }
+    if (n < 0) return Status::IoError("cannot read " + path.string() + ": " + std::strerror(errno));
     if (n == 0 || past) {
-      close(fd);
-      if (n == 0 && got == bytes) return Status::Ok();
-      return Status::InvalidArgument(path.string() + " holds " + (past ? "more" : std::to_string(got)) + " bytes, not " +
-                                     std::to_string(bytes));
+      *more = n > 0;
+      return got;
     }
     got += static_cast<size_t>(n);
   }
+}
+
+}  // namespace
+
+Result<std::string> ReadUntrustedFile(const fs::path& path, uint64_t max_bytes) {
+  uint64_t size = 0;
+  KF_ASSIGN_OR_RETURN(int fd, OpenUntrusted(path, &size));
+  if (size > max_bytes) {
+    close(fd);
+    return Status::InvalidArgument(path.string() + " holds " + std::to_string(size) + " bytes, over " + std::to_string(max_bytes));
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  bool more = false;
+  Result<size_t> got = ReadSome(fd, path, bytes.data(), bytes.size(), &more);
+  close(fd);
+  if (!got.ok()) return got.status();
+  if (more) return Status::InvalidArgument(path.string() + " grew while it was read");
+  bytes.resize(*got);
+  return bytes;
+}
+
+Status ReadUntrustedFileInto(const fs::path& path, void* out, size_t bytes) {
+  uint64_t size = 0;
+  KF_ASSIGN_OR_RETURN(int fd, OpenUntrusted(path, &size));
+  if (size != bytes) {
+    close(fd);
+    return Status::InvalidArgument(path.string() + " holds " + std::to_string(size) + " bytes, not " + std::to_string(bytes));
+  }
+  bool more = false;
+  Result<size_t> got = ReadSome(fd, path, static_cast<char*>(out), bytes, &more);
+  close(fd);
+  if (!got.ok()) return got.status();
+  if (more || *got != bytes) return Status::InvalidArgument(path.string() + " changed size while it was read");
+  return Status::Ok();
+}
+
+Result<uint64_t> UntrustedFileSize(const fs::path& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return Status::NotFound("cannot read " + path.string() + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path.string() + " is not a regular file");
+  return static_cast<uint64_t>(st.st_size);
 }
 
 Status WriteFile(const fs::path& path, const void* data, size_t bytes) {

@@ -12,9 +12,17 @@
 namespace kforge {
 
 Result<std::string> ReadFile(const std::filesystem::path& path);
-// Reads a file of exactly `bytes` bytes into `out` (a widened reference's own memory: no
-// buffer of the file's to allocate, fault in and copy again); another size is an error.
-Status ReadFileInto(const std::filesystem::path& path, void* out, size_t bytes);
+// Reading a file that a sandboxed process could have written or replaced (a job folder's):
+// a symbolic link is not followed (O_NOFOLLOW: a candidate's link to /dev/zero made the judge
+// read until it ran out of memory), anything but a regular file is refused without waiting on
+// it (O_NONBLOCK: a FIFO), and a file over `max_bytes` is refused before it is read.
+Result<std::string> ReadUntrustedFile(const std::filesystem::path& path, uint64_t max_bytes);
+// The same for a file of exactly `bytes` bytes, read into `out` (a widened reference's own
+// memory: no buffer of the file's to allocate, fault in and copy again); another size is an
+// error.
+Status ReadUntrustedFileInto(const std::filesystem::path& path, void* out, size_t bytes);
+// The size of a regular file, the link itself not followed; an error for anything else.
+Result<uint64_t> UntrustedFileSize(const std::filesystem::path& path);
 // The first line of a small text file (sysfs, /proc), without its newline; "" when it cannot
 // be read.
 std::string ReadFirstLine(const std::filesystem::path& path);

@@ -1,6 +1,7 @@
 #include "base/files.h"
 #include "base/parallel.h"
 
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 #include <unistd.h>
@@ -86,27 +87,48 @@ TEST_F(FilesTest, ReadFileReturnsExactlyTheFilesBytes) {
   EXPECT_FALSE(ReadFile(dir_ / "missing").ok());
 }
 
-TEST_F(FilesTest, ReadFileIntoFillsTheBufferAndRefusesAnotherSize) {
+TEST_F(FilesTest, ReadUntrustedFileIntoFillsTheBufferAndRefusesAnotherSize) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, size_t{3} << 20}) {
     std::string bytes(n, '\0');
     for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 131 + 7);
     const fs::path f = dir_ / ("g" + std::to_string(n));
     ASSERT_TRUE(WriteFile(f, bytes.data(), bytes.size()).ok());
     std::string into(n, 'x');
-    ASSERT_TRUE(ReadFileInto(f, into.data(), n).ok()) << n;
+    ASSERT_TRUE(ReadUntrustedFileInto(f, into.data(), n).ok()) << n;
     EXPECT_EQ(into, bytes) << n << " bytes";
-    std::string shorter(n + 1, 'x'), longer(n == 0 ? 1 : n - 1, 'x');
-    Status s = ReadFileInto(f, shorter.data(), n + 1);
-    EXPECT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("not " + std::to_string(n + 1)), std::string::npos) << s.message();
+    EXPECT_EQ(ReadUntrustedFile(f, n).value(), bytes);
+    EXPECT_EQ(UntrustedFileSize(f).value(), n);
+    std::string other(n + 1, 'x');
+    Status s = ReadUntrustedFileInto(f, other.data(), n + 1);
+    EXPECT_NE(s.message().find("holds " + std::to_string(n) + " bytes, not " + std::to_string(n + 1)), std::string::npos) << s.message();
     if (n > 0) {
-      s = ReadFileInto(f, longer.data(), n - 1);
-      EXPECT_FALSE(s.ok());
-      EXPECT_NE(s.message().find("holds more bytes"), std::string::npos) << s.message();
+      EXPECT_FALSE(ReadUntrustedFileInto(f, other.data(), n - 1).ok());
+      EXPECT_FALSE(ReadUntrustedFile(f, n - 1).ok());  // over the cap: refused before it is read
     }
   }
   std::string none;
-  EXPECT_EQ(ReadFileInto(dir_ / "missing", none.data(), 0).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ReadUntrustedFileInto(dir_ / "missing", none.data(), 0).code(), StatusCode::kNotFound);
+}
+
+// What a sandboxed process may leave in a job folder in place of an output: a link to an endless
+// device or to a file it could not read itself, a FIFO no one writes. None is followed, waited on
+// or read.
+TEST_F(FilesTest, ReadUntrustedFileRefusesLinksFifosAndDevicesWithoutWaiting) {
+  const fs::path real = dir_ / "real";
+  ASSERT_TRUE(WriteFileAtomic(real, "1234").ok());
+  fs::create_symlink("/dev/zero", dir_ / "zero");
+  fs::create_symlink(real, dir_ / "link");
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  for (const char* name : {"zero", "link", "fifo"}) {
+    Result<std::string> r = ReadUntrustedFile(dir_ / name, 1 << 20);
+    EXPECT_FALSE(r.ok()) << name;
+    std::string four(4, 'x');
+    EXPECT_FALSE(ReadUntrustedFileInto(dir_ / name, four.data(), 4).ok()) << name;
+    EXPECT_FALSE(UntrustedFileSize(dir_ / name).ok()) << name;
+  }
+  EXPECT_NE(ReadUntrustedFile(dir_ / "link", 16).status().message().find("symbolic link"), std::string::npos);
+  EXPECT_NE(ReadUntrustedFile(dir_ / "fifo", 16).status().message().find("not a regular file"), std::string::npos);
+  EXPECT_FALSE(ReadUntrustedFile("/dev/zero", 16).ok());
 }
 
 TEST_F(FilesTest, ReadFirstLineStopsAtTheNewlineAndIsEmptyForAMissingFile) {

@@ -175,8 +175,8 @@ TEST_F(EvalTest, GivenASeedTheReferenceJobDrawsTheInputsTheOrchestratorWouldHave
   ASSERT_TRUE(run->finished() && !run->result.contains("error")) << run->result.dump() << run->process.err;
   EXPECT_EQ(run->result["input_hashes"][0], run->result["input_hashes"][1]);
   for (const TensorShape& out : b->outputs) {
-    Result<std::shared_ptr<const std::string>> drawn = run->ReadOutput(CheckOutputFile(0, 'a', out.name));
-    Result<std::shared_ptr<const std::string>> written = run->ReadOutput(CheckOutputFile(1, 'a', out.name));
+    Result<std::shared_ptr<const std::string>> drawn = run->ReadOutput(CheckOutputFile(0, 'a', out.name), static_cast<size_t>(out.numel()) * 8);
+    Result<std::shared_ptr<const std::string>> written = run->ReadOutput(CheckOutputFile(1, 'a', out.name), static_cast<size_t>(out.numel()) * 8);
     ASSERT_TRUE(drawn.ok() && written.ok());
     EXPECT_EQ((*drawn)->size(), static_cast<size_t>(out.numel()) * 8);
     EXPECT_TRUE(**drawn == **written) << "the drawn inputs' reference differs from the written inputs'";

@@ -487,9 +487,8 @@ Status Evaluation::ReadReferences(const WorkerRun& run, std::vector<Trial>& tria
         read[t] = run.ReadOutputInto(file, v.data(), v.size() * sizeof(double));
         if (!read[t].ok()) return;
       } else {
-        Result<std::shared_ptr<const std::string>> bytes = run.ReadOutput(file);
+        Result<std::shared_ptr<const std::string>> bytes = run.ReadOutput(file, static_cast<size_t>(s.bytes()));
         if (!bytes.ok()) { read[t] = bytes.status(); return; }
-        if ((*bytes)->size() != static_cast<size_t>(s.bytes())) { read[t] = Status::Internal("reference output " + file + " has the wrong size"); return; }
         ToDouble(s.dtype, (*bytes)->data(), v.size(), v.data());
       }
       trials[t].reference.push_back(std::move(v));
@@ -728,6 +727,7 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
   // output at a time per thread: the memory is a few outputs, not the job's.
   struct Compared {
     bool read = false, same = false;
+    std::string unread;  // why an output could not be read back
     Comparison a, b;
   };
   std::vector<std::pair<size_t, size_t>> outputs;  // (trial, output)
@@ -738,11 +738,15 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
     const auto [t, o] = outputs[i];
     const TensorShape& shape = trials_[t].bound.outputs[o];
     const Tolerance tol = ToleranceFor(shape.dtype);
-    Result<std::shared_ptr<const std::string>> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name));
-    Result<std::shared_ptr<const std::string>> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name));
+    const size_t bytes = static_cast<size_t>(shape.bytes());
+    Result<std::shared_ptr<const std::string>> a = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'a', shape.name), bytes);
+    Result<std::shared_ptr<const std::string>> b = run.ReadOutput(CheckOutputFile(static_cast<int>(t), 'b', shape.name), bytes);
     Compared& c = compared[i];
     c.read = a.ok() && b.ok();
-    if (!c.read) return;
+    if (!c.read) {
+      c.unread = (a.ok() ? b.status() : a.status()).message();
+      return;
+    }
     c.a = CompareOutput(shape, **a, trials_[t].reference[o], tol);
     if (problem_.nondeterministic) c.b = CompareOutput(shape, **b, trials_[t].reference[o], tol);
     c.same = **a == **b;
@@ -764,7 +768,11 @@ bool Evaluation::CheckTrials(const WorkerRun& run) {
     for (size_t o = 0; o < trial.bound.outputs.size(); ++o, ++i) {
       const TensorShape& shape = trial.bound.outputs[o];
       const Compared& cmp = compared[i];
-      if (!cmp.read) { pass = false; why = "missing output from the worker"; continue; }
+      if (!cmp.read) {
+        if (pass) why = "output '" + shape.name + "' could not be read back from the worker: " + cmp.unread;
+        pass = false;
+        continue;
+      }
       const Comparison& c = cmp.a;
       json cj = ComparisonToJson(c);
       if (!c.pass && pass) { pass = false; why = "output '" + shape.name + "': " + c.reason; }
@@ -835,7 +843,8 @@ bool Evaluation::CompareTimedSamples(const WorkerRun& run, const std::vector<Tim
     const TimedSample& s = samples[k];
     const TensorShape& shape = trials_[static_cast<size_t>(s.set)].bound.outputs[o];
     auto file = s.files.find(shape.name);
-    Result<std::shared_ptr<const std::string>> bytes = run.ReadOutput(file == s.files.end() ? std::string() : file->second);
+    Result<std::shared_ptr<const std::string>> bytes =
+        run.ReadOutput(file == s.files.end() ? std::string() : file->second, static_cast<size_t>(shape.bytes()));
     Comparison& c = compared[i];
     if (bytes.ok() && o < refs[k].size()) {
       c = CompareOutput(shape, **bytes, refs[k][o], ToleranceFor(shape.dtype));
@@ -1394,9 +1403,7 @@ Result<std::vector<double>> WidenedReference(const WorkerRun& run, const Referen
     if (!read.ok()) return Status::Internal("reference output '" + out.name + "': " + read.message());
     return v;
   }
-  KF_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> bytes, run.ReadOutput(out.file));
-  if (bytes->size() != static_cast<size_t>(numel) * DTypeSize(rdt))
-    return Status::Internal("reference output '" + out.name + "' has the wrong size");
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> bytes, run.ReadOutput(out.file, static_cast<size_t>(numel) * DTypeSize(rdt)));
   ToDouble(rdt, bytes->data(), v.size(), v.data());
   return v;
 }
@@ -1418,16 +1425,25 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
   std::vector<Result<std::vector<double>>> widened;           // outs[i]'s reference
   if (status.ok()) {
     std::vector<std::string> names;
+    std::vector<Result<size_t>> sizes;  // names[i]'s, from its dtype and dims
     for (const ReferenceSet& d : run.report.sets) {
-      for (const ReferenceInput& in : d.inputs)
-        if (in.file && input_files.emplace(*in.file, nullptr).second) names.push_back(*in.file);
+      for (const ReferenceInput& in : d.inputs) {
+        if (!in.file || !input_files.emplace(*in.file, nullptr).second) continue;
+        names.push_back(*in.file);
+        Result<DType> dt = ParseDType(in.dtype);
+        int64_t n = 1;
+        for (int64_t dim : in.dims) n = dim < 0 ? -1 : n * dim;
+        sizes.push_back(!dt.ok() ? Result<size_t>(dt.status())
+                        : n < 0  ? Result<size_t>(Status::Internal("input '" + in.name + "' has a negative dimension"))
+                                 : Result<size_t>(static_cast<size_t>(n) * DTypeSize(*dt)));
+      }
       for (const ReferenceOutput& out : d.outputs) outs.push_back(&out);
     }
     std::vector<Result<std::shared_ptr<const std::string>>> read(names.size(), Status::Internal("not read"));
     widened.assign(outs.size(), Status::Internal("not read"));
     ParallelFor(names.size() + outs.size(), [&](size_t i) {
       if (i < names.size()) {
-        read[i] = run.ReadOutput(names[i]);
+        read[i] = sizes[i].ok() ? run.ReadOutput(names[i], *sizes[i]) : Result<std::shared_ptr<const std::string>>(sizes[i].status());
         return;
       }
       const ReferenceOutput& out = *outs[i - names.size()];

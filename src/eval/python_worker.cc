@@ -747,25 +747,29 @@ uint64_t HeldOutputsLimit() {
 // `run->held` when they fit HeldOutputsLimit(), else copied into `to`, which only this process
 // writes. result.json is copied either way, and parsed into `*result`.
 std::string VerifiedCopy(WorkerRun* run, const std::string& hash, const fs::path& to, json* result) {
-  Result<std::string> text = ReadFile(run->dir / "result.json");
-  if (!text.ok()) return "result.json is missing";
+  Result<std::string> text = ReadUntrustedFile(run->dir / "result.json", kResultJsonMaxBytes);
+  if (!text.ok()) return text.status().code() == StatusCode::kNotFound ? "result.json is missing" : text.status().message();
   if (Sha256Hex(*text) != hash) return "result.json does not match the SHA-256 the worker printed (it was rewritten after the worker wrote it)";
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "result.json is not a JSON object";
   const json listed = j.value("files", json::object());
   std::vector<std::pair<std::string, std::string>> files;  // (name, digest)
+  std::vector<uint64_t> sizes;                              // files[i]'s
   uint64_t bytes = 0;
   for (const auto& [name, want] : listed.items()) {
     if (name.find('/') != std::string::npos || name == ".." || name.empty() || !want.is_string()) return "result.json lists a bad file name: " + name;
-    std::error_code ec;
-    bytes += fs::file_size(run->dir / name, ec);
+    // Its size, the link itself not followed: a link or a FIFO in its place is refused here.
+    Result<uint64_t> size = UntrustedFileSize(run->dir / name);
+    if (!size.ok()) return "output file " + name + " was changed or removed after the worker wrote it (" + size.status().message() + ")";
+    bytes += *size;
     files.emplace_back(name, want.get<std::string>());
+    sizes.push_back(*size);
   }
   const bool hold = bytes <= HeldOutputsLimit();
   std::vector<std::string> contents(files.size()), failed(files.size());
   ParallelFor(files.size(), [&](size_t i) {
     const auto& [name, want] = files[i];
-    Result<std::string> read = ReadFile(run->dir / name);
+    Result<std::string> read = ReadUntrustedFile(run->dir / name, sizes[i]);
     if (!read.ok() || PieceDigestHex(*read) != want) {
       failed[i] = "output file " + name + " was changed or removed after the worker wrote it";
       return;

@@ -818,13 +818,32 @@ TEST(PythonWorkerTest, GivenAResultChangedAfterTheWorkerWroteItVerificationRefus
   const std::string good = R"({"files": {"out_0_a_out.bin": ")" + PieceDigestHex("1234") + R"("}, "done": true})";
   WorkerRun ok = make(good, good, "1234");
   EXPECT_TRUE(ok.finished()) << ok.result.dump();
-  EXPECT_EQ(*ok.ReadOutput("out_0_a_out.bin").value(), "1234");
+  EXPECT_EQ(*ok.ReadOutput("out_0_a_out.bin", 4).value(), "1234");
   WorkerRun rewritten = make(R"({"done": true, "timing": {}})", good, "1234");
   EXPECT_EQ(rewritten.result["error"]["stage"], "integrity") << rewritten.result.dump();
   WorkerRun changed_file = make(good, good, "4321");
   EXPECT_NE(changed_file.result["error"].value("message", "").find("out_0_a_out.bin was changed"), std::string::npos)
       << changed_file.result.dump();
-  for (const WorkerRun* r : {&ok, &rewritten, &changed_file}) Cleanup(*r);
+  // An output replaced by a link to an endless device is refused, not read; so is a linked report.
+  auto linked = [&](const std::string& name) {
+    WorkerRun run;
+    run.dir = MakeTempDir("pyverify").value();
+    EXPECT_TRUE(WriteFileAtomic(run.dir / "result.json", good).ok());
+    EXPECT_TRUE(WriteFileAtomic(run.dir / "out_0_a_out.bin", "1234").ok());
+    fs::remove(run.dir / name);
+    fs::create_symlink("/dev/zero", run.dir / name);
+    run.process.end = ProcessResult::End::kExited;
+    run.process.exit_code = 0;
+    run.process.out = "kforge-result " + Sha256Hex(good) + "\n";
+    VerifyPythonResult(&run);
+    return run;
+  };
+  WorkerRun linked_output = linked("out_0_a_out.bin"), linked_report = linked("result.json");
+  EXPECT_NE(linked_output.result["error"].value("message", "").find("not a regular file"), std::string::npos)
+      << linked_output.result.dump();
+  EXPECT_NE(linked_report.result["error"].value("message", "").find("symbolic link"), std::string::npos)
+      << linked_report.result.dump();
+  for (const WorkerRun* r : {&ok, &rewritten, &changed_file, &linked_output, &linked_report}) Cleanup(*r);
 }
 
 // What was verified is what the judge reads: under $KFORGE_HELD_OUTPUTS_MB the bytes are held in
@@ -848,9 +867,9 @@ TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
   ASSERT_TRUE(held.finished()) << held.result.dump();
   ASSERT_TRUE(held.held && held.held->count("out_0_a_out.bin"));
   EXPECT_FALSE(fs::exists(held.dir / "out_0_a_out.bin"));
-  EXPECT_EQ(*held.ReadOutput("out_0_a_out.bin").value(), "1234");
+  EXPECT_EQ(*held.ReadOutput("out_0_a_out.bin", 4).value(), "1234");
   // Shared with the run, not copied; read into a buffer of its size alone.
-  EXPECT_EQ(held.ReadOutput("out_0_a_out.bin").value().get(), &held.held->at("out_0_a_out.bin"));
+  EXPECT_EQ(held.ReadOutput("out_0_a_out.bin", 4).value().get(), &held.held->at("out_0_a_out.bin"));
   std::string into(4, 'x');
   EXPECT_TRUE(held.ReadOutputInto("out_0_a_out.bin", into.data(), 4).ok());
   EXPECT_EQ(into, "1234");
@@ -863,13 +882,13 @@ TEST(PythonWorkerTest, VerifiedOutputsAreHeldInMemoryOrCopiedAboveTheLimit) {
   ASSERT_TRUE(trusted.KeepRun("k", nlohmann::json::object(), held).ok());
   std::optional<WorkerRun> kept = trusted.FindRun("k");
   ASSERT_TRUE(kept.has_value());
-  EXPECT_EQ(*kept->ReadOutput("out_0_a_out.bin").value(), "1234");
+  EXPECT_EQ(*kept->ReadOutput("out_0_a_out.bin", 4).value(), "1234");
   WorkerRun copied = make("0");
   ASSERT_TRUE(copied.finished()) << copied.result.dump();
   EXPECT_FALSE(copied.held);
   EXPECT_EQ(ReadFile(copied.dir / "out_0_a_out.bin").value(), "1234");
   EXPECT_TRUE(WriteFileAtomic(copied.dir / "out_0_a_out.bin", "4321").ok());
-  EXPECT_FALSE(copied.ReadOutput("out_0_a_out.bin").ok());  // a file is checked again when read
+  EXPECT_FALSE(copied.ReadOutput("out_0_a_out.bin", 4).ok());  // a file is checked again when read
   std::string into_copied(4, 'x');
   Status changed = copied.ReadOutputInto("out_0_a_out.bin", into_copied.data(), 4);  // into a buffer too
   EXPECT_NE(changed.message().find("was changed after"), std::string::npos) << changed.message();

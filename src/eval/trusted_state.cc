@@ -42,7 +42,10 @@ std::string NowIso(std::time_t t) {
 Status LinkOrCopy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   struct stat st {};
-  if (::stat(from.c_str(), &st) == 0 && st.st_uid == geteuid()) {
+  // A regular file only, the link itself not followed (a job folder is the sandbox's to fill).
+  if (::lstat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Status::IoError("cannot keep " + from.string() + " in the trusted store: not a regular file");
+  if (st.st_uid == geteuid()) {
     fs::create_hard_link(from, to, ec);
     if (!ec) return Status::Ok();
   }
@@ -115,8 +118,9 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
       bytes += h->size();
       continue;
     }
-    bytes += fs::file_size(run.dir / name, ec);
-    if (ec) return Status::Unavailable("its file " + name + " is missing: " + ec.message());
+    Result<uint64_t> size = UntrustedFileSize(run.dir / name);
+    if (!size.ok()) return Status::Unavailable("its file " + name + ": " + size.status().message());
+    bytes += *size;
   }
   const uint64_t limit = LimitBytes();
   if (bytes > limit / 4)
@@ -124,7 +128,7 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
                                std::to_string(limit >> 20) + " MB, $KFORGE_TRUSTED_CACHE_MB)");
   const fs::path final_dir = root_ / "runs" / key;
   if (fs::exists(final_dir / "kept.json")) return Status::Ok();
-  KF_ASSIGN_OR_RETURN(std::string text, ReadFile(run.dir / "result.json"));
+  KF_ASSIGN_OR_RETURN(std::string text, ReadUntrustedFile(run.dir / "result.json", kResultJsonMaxBytes));
   // A staging folder of this writer's own (processes and threads may keep the same key at once).
   static std::atomic<uint64_t> writes{0};
   const fs::path stage = root_ / "runs" / (".stage-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(++writes));

@@ -63,7 +63,7 @@ TEST_F(TrustedStateTest, GivenAKeptRunItIsFoundVerifiedAndItsFilesReadBack) {
   ASSERT_TRUE(kept.has_value());
   EXPECT_TRUE(kept->finished());
   EXPECT_TRUE(kept->kept);
-  Result<std::shared_ptr<const std::string>> bytes = kept->ReadOutput("out.bin");
+  Result<std::shared_ptr<const std::string>> bytes = kept->ReadOutput("out.bin", 15);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   EXPECT_EQ(**bytes, "reference bytes");
   Cleanup(*kept);  // a kept folder stays
@@ -84,7 +84,7 @@ TEST_F(TrustedStateTest, GivenAChangedResultOrOutputTheKeptRunIsNotTrusted) {
   { std::ofstream(dir / "out.bin", std::ios::binary) << "9999999999"; }
   std::optional<WorkerRun> kept = store.FindRun(key);
   ASSERT_TRUE(kept.has_value());
-  EXPECT_FALSE(kept->ReadOutput("out.bin").ok());
+  EXPECT_FALSE(kept->ReadOutput("out.bin", 15).ok());
   // result.json changed after it was kept: not found at all.
   { std::ofstream(dir / "result.json", std::ios::app) << " "; }
   EXPECT_FALSE(store.FindRun(key).has_value());

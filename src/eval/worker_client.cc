@@ -127,13 +127,19 @@ Status CheckDigest(const WorkerRun& run, const std::string& file, const void* da
 
 }  // namespace
 
-Result<std::shared_ptr<const std::string>> WorkerRun::ReadOutput(const std::string& file) const {
+Result<std::shared_ptr<const std::string>> WorkerRun::ReadOutput(const std::string& file, size_t bytes) const {
   KF_RETURN_IF_ERROR(CheckedName(file));
-  if (held)
-    if (auto it = held->find(file); it != held->end()) return std::shared_ptr<const std::string>(held, &it->second);
-  KF_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir / file));
-  KF_RETURN_IF_ERROR(CheckDigest(*this, file, bytes.data(), bytes.size()));
-  return std::make_shared<const std::string>(std::move(bytes));
+  if (held) {
+    if (auto it = held->find(file); it != held->end()) {
+      if (it->second.size() != bytes)
+        return Status::InvalidArgument("output file " + file + " holds " + std::to_string(it->second.size()) + " bytes, not " + std::to_string(bytes));
+      return std::shared_ptr<const std::string>(held, &it->second);
+    }
+  }
+  auto read = std::make_shared<std::string>(bytes, '\0');
+  KF_RETURN_IF_ERROR(ReadUntrustedFileInto(dir / file, read->data(), bytes));
+  KF_RETURN_IF_ERROR(CheckDigest(*this, file, read->data(), bytes));
+  return std::shared_ptr<const std::string>(std::move(read));
 }
 
 Status WorkerRun::ReadOutputInto(const std::string& file, void* out, size_t bytes) const {
@@ -146,7 +152,7 @@ Status WorkerRun::ReadOutputInto(const std::string& file, void* out, size_t byte
       return Status::Ok();
     }
   }
-  KF_RETURN_IF_ERROR(ReadFileInto(dir / file, out, bytes));
+  KF_RETURN_IF_ERROR(ReadUntrustedFileInto(dir / file, out, bytes));
   return CheckDigest(*this, file, out, bytes);
 }
 
@@ -244,11 +250,13 @@ WorkerRun ReadWorkerRun(ProcessResult process, const fs::path& dir) {
   run.dir = dir;
   run.process = std::move(process);
   run.last_stage = LastStage(run.process.err);
-  Result<std::string> text = ReadFile(dir / "result.json");
+  Result<std::string> text = ReadUntrustedFile(dir / "result.json", kResultJsonMaxBytes);
   nlohmann::json result = nlohmann::json::object();
   if (text.ok()) {
     nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
     if (!j.is_discarded() && j.is_object()) result = std::move(j);
+  } else if (text.status().code() == StatusCode::kInvalidArgument) {  // a link, a FIFO, a flood
+    result = {{"error", {{"stage", "result"}, {"message", "result.json cannot be read as the supervisor's report: " + text.status().message()}}}};
   }
   const std::string tag = "kforge-result ";
   size_t pos = run.process.out.rfind(tag);

@@ -43,14 +43,19 @@ struct WorkerRun {
   // Sets `result` and parses it into `report` (and `malformed`): every change of the result
   // goes through here, so that the two agree.
   void SetResult(nlohmann::json j);
-  // An output file, checked against the digest the supervisor recorded for it in result.json
-  // (held files were checked when they were taken). A held file is shared, not copied (a
-  // KernelBench GEMM's 14 check outputs are 32 MiB each).
-  Result<std::shared_ptr<const std::string>> ReadOutput(const std::string& file) const;
-  // The same, into `out`, which must be the file's size: a float64 reference read straight
-  // into its own vector, with no buffer of the file's to fill and copy again.
+  // An output file of `bytes` bytes, checked against the digest the supervisor recorded for it
+  // in result.json (held files were checked when they were taken). A held file is shared, not
+  // copied (a KernelBench GEMM's 14 check outputs are 32 MiB each). The job's folder is the
+  // sandbox's: a file of another size, a link or anything but a regular file is an error, never
+  // followed or read (ReadUntrustedFile).
+  Result<std::shared_ptr<const std::string>> ReadOutput(const std::string& file, size_t bytes) const;
+  // The same, into `out`: a float64 reference read straight into its own vector, with no
+  // buffer of the file's to fill and copy again.
   Status ReadOutputInto(const std::string& file, void* out, size_t bytes) const;
 };
+
+// result.json larger than this is not read (a sandboxed process may have replaced it).
+inline constexpr uint64_t kResultJsonMaxBytes = 64ull << 20;
 
 struct WorkerFiles {
   std::filesystem::path library;         // copied in as candidate.so

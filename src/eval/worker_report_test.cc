@@ -284,6 +284,15 @@ TEST(WorkerReportTest, GivenAMalformedReportReadWorkerRunMakesAnUnfinishedRunWit
   EXPECT_FALSE(ok.malformed);
   EXPECT_TRUE(ok.finished());
   EXPECT_EQ(ok.report.checks.size(), 2u);
+
+  // result.json replaced by a link to an endless device (the job folder is the sandbox's): not
+  // followed, an unfinished run that says why.
+  std::filesystem::remove(*dir / "result.json");
+  std::filesystem::create_symlink("/dev/zero", *dir / "result.json");
+  WorkerRun linked = ReadWorkerRun(process, *dir);
+  EXPECT_FALSE(linked.finished());
+  ASSERT_TRUE(linked.report.error);
+  EXPECT_NE(linked.report.error->message.find("symbolic link"), std::string::npos) << linked.report.error->message;
   Cleanup(ok);
 }
 

@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
+
+#include "base/files.h"
 
 namespace kforge {
 
@@ -151,11 +152,11 @@ double DispatchNs(const std::map<std::string, std::string>& row) {
   return -1;
 }
 
+// rocprof's files lie in the candidate's job folder: a link or a FIFO planted in one's place is
+// not read (ReadUntrustedFile), and nothing over 256 MiB is.
 std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Result<std::string> text = ReadUntrustedFile(p, 256ull << 20);
+  return text.ok() ? *text : std::string();
 }
 
 double JsonNumber(const json& v) {
@@ -253,7 +254,7 @@ json ParseRocprofFolder(const std::string& dir) {
   std::error_code ec;
   std::vector<fs::path> files;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file()) files.push_back(e.path());
+    if (e.symlink_status().type() == fs::file_type::regular) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   auto find = [&](auto pred) -> fs::path {
     for (const fs::path& f : files)
