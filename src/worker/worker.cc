@@ -822,7 +822,7 @@ int Supervisor::ChildThreads() const {
 Status Supervisor::Calibrate() {
   const TimingPlan& plan = *job_.timing;
   std::vector<double> gaps, collects;
-  double waited = 0;
+  double waited = 0, prepare_ms = 0, flush_ms = 0, go_ms = 0;
   for (int i = 0; i < plan.calibration_runs; ++i) {
     int set = plan.sets[i % plan.sets.size()];
     // Exactly what a timed run's prepare does (fresh inputs, flush): what it leaves behind
@@ -830,12 +830,17 @@ Status Supervisor::Calibrate() {
     // Locked as a timed run is (Timing): the device alone from the flush to the end of the call.
     json prep = {{"op", "prepare"}, {"set", set}, {"poison", i % 2}, {"flush", false}};
     if (plan.fresh_inputs) prep["seed"] = FreshSeed();
-    if (!Call("calibration", prep).ok()) return Status::Ok();
-    waited += Exclusive();
-    if (plan.flush && !Call("calibration", {{"op", "flush"}}).ok()) return Status::Ok();
     double t0 = NowMs();
+    if (!Call("calibration", prep).ok()) return Status::Ok();
+    prepare_ms += NowMs() - t0;
+    waited += Exclusive();
+    t0 = NowMs();
+    if (plan.flush && !Call("calibration", {{"op", "flush"}}).ok()) return Status::Ok();
+    flush_ms += NowMs() - t0;
+    t0 = NowMs();
     Result<Message> m = Call("calibration", {{"op", "go"}, {"null", true}});
     double wall = NowMs() - t0;
+    go_ms += wall;
     Unlock();
     if (!m.ok()) return Status::Ok();
     gaps.push_back(wall - m->head.value("device_ms", 0.0));
@@ -843,7 +848,15 @@ Status Supervisor::Calibrate() {
     if (!Call("calibration", {{"op", "collect"}}, OutputBytes(job_.sets[set])).ok()) return Status::Ok();
     collects.push_back(NowMs() - t0);
   }
+  // Where the null runs' time goes (the H100's twelve took 402 ms of a KernelBench GEMM's job,
+  // more than its timed runs): a diagnostic, never judged.
   result_["phases_ms"]["calibration_lock_wait"] = waited;
+  result_["phases_ms"]["calibration_prepare"] = prepare_ms;
+  result_["phases_ms"]["calibration_flush"] = flush_ms;
+  result_["phases_ms"]["calibration_go"] = go_ms;
+  double collect_ms = 0;
+  for (double c : collects) collect_ms += c;
+  result_["phases_ms"]["calibration_collect"] = collect_ms;
   double med = Median(gaps);
   std::vector<double> dev;
   for (double g : gaps) dev.push_back(std::fabs(g - med));
