@@ -84,7 +84,7 @@ struct Bind {
   bool writable;
 };
 
-inline constexpr size_t kMaxBinds = 48;  // cwd, 16 + 16 listed, program folders
+inline constexpr size_t kMaxBinds = 56;  // cwd, 16 + 16 listed, program folders and prefixes
 
 // Everything the child uses, built by the parent before fork().
 struct ChildPlan {
@@ -103,6 +103,7 @@ struct ChildPlan {
   bool private_fs = false;
   std::vector<Bind> binds;          // parents before children; at most kMaxBinds
   std::vector<std::string> tmpfs;   // where private tmpfs are mounted
+  std::vector<std::string> hidden_homes;  // the homes among them ($HOME, /root)
   std::string tmpfs_options;        // mount data for them
   std::vector<std::string> mkdirs;  // mount points to create in those tmpfs, in order
   bool want_seccomp = false;

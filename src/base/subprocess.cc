@@ -259,13 +259,58 @@ void KeepVisible(const fs::path& path, ChildPlan* plan) {
   }
 }
 
-// The folder of the program (of each PATH candidate) and spec.readable_paths.
+// The install prefix of a program in `dir`: the folder above a "bin" (a virtual environment, a
+// conda or pyenv version, a toolkit: their lib/ and include/ beside it), else `dir` itself.
+fs::path PrefixOf(const fs::path& dir) { return dir.filename() == "bin" ? dir.parent_path() : dir; }
+
+// The folder of the program (of each PATH candidate) and its install prefix, for the link and
+// for what it resolves to (a virtual environment's python is a link to its base interpreter);
+// spec.readable_paths. A prefix that is a hidden home itself stays hidden.
 void KeepReadablesVisible(const ProcessSpec& spec, ChildPlan* plan) {
+  auto keep_prefix = [plan](const fs::path& dir) {
+    std::error_code ec;
+    const std::string prefix = fs::canonical(PrefixOf(dir), ec).string();
+    if (ec || std::find(plan->tmpfs.begin(), plan->tmpfs.end(), prefix) != plan->tmpfs.end()) return;
+    KeepVisible(prefix, plan);
+  };
   for (const std::string& candidate : plan->exec_paths) {
     if (candidate.empty() || candidate[0] != '/') continue;  // relative: in the working folder
     KeepVisible(fs::path(candidate).parent_path(), plan);
+    std::error_code ec;
+    if (!fs::exists(candidate, ec)) continue;
+    keep_prefix(fs::path(candidate).parent_path());
+    const fs::path real = fs::canonical(candidate, ec);
+    if (!ec) {
+      KeepVisible(real.parent_path(), plan);
+      keep_prefix(real.parent_path());
+    }
   }
   for (const fs::path& path : spec.readable_paths) KeepVisible(path, plan);
+  // A user's own installs (pip --user, its scripts) stay usable with the home hidden.
+  for (const std::string& home : plan->hidden_homes) {
+    KeepVisible(fs::path(home) / ".local" / "lib", plan);
+    KeepVisible(fs::path(home) / ".local" / "bin", plan);
+  }
+}
+
+// The invoking user's home ($HOME) and /root, canonical: hidden behind a private tmpfs, so that
+// a candidate cannot read what its user keeps there (run as that user, a candidate's
+// `#include "$HOME/..."` put a 0600 file's contents into the compiler's log, which goes to the
+// model). Not "/", nor a folder already private.
+std::vector<std::string> HomesToHide(const ChildPlan& plan) {
+  std::vector<std::string> homes;
+  const char* home = getenv("HOME");
+  for (const std::string dir : {std::string(home ? home : ""), std::string("/root")}) {
+    std::error_code ec;
+    if (dir.empty()) continue;
+    const std::string real = fs::canonical(dir, ec).string();
+    if (ec || real == "/" || !fs::is_directory(real, ec)) continue;
+    bool covered = false;
+    for (const std::string& t : plan.tmpfs) covered |= real == t || IsBelow(real, t);
+    for (const std::string& h : homes) covered |= real == h;
+    if (!covered) homes.push_back(real);
+  }
+  return homes;
 }
 
 // Mount points inside a private tmpfs do not exist there yet: every folder from the tmpfs down
@@ -301,6 +346,8 @@ std::string PlanFilesystem(const ProcessSpec& spec, ChildPlan* plan) {
       plan->tmpfs.push_back(real);
     }
   }
+  plan->hidden_homes = HomesToHide(*plan);
+  for (const std::string& home : plan->hidden_homes) plan->tmpfs.push_back(home);
   plan->tmpfs_options = "mode=1777";
   if (spec.limits.file_size_bytes > 0) {
     plan->tmpfs_options += fmt::format(",size={}", spec.limits.file_size_bytes);

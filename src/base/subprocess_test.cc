@@ -555,6 +555,39 @@ TEST_F(SandboxTest, GivenAReadablePathBelowTmpTheChildSeesItReadOnly) {
   EXPECT_FALSE(fs::exists(planted));
 }
 
+// The invoking user's home is behind a private tmpfs: run as that user, a candidate's
+// `#include "$HOME/..."` put a 0600 file into the compiler's log. What programs need from it
+// stays: the install prefix of the program run (a virtual environment, a toolkit: lib/ beside
+// bin/) and ~/.local/lib (pip --user).
+TEST_F(SandboxTest, GivenAHomeFolderTheChildSeesOnlyTheProgramsPrefixAndLocalLibInIt) {
+  // As root the child runs as nobody: the home must be one nobody could read, so that only the
+  // tmpfs hides it (a build below a 0700 folder would hide it by its mode alone).
+  const fs::path base = geteuid() == 0 ? fs::path("/var/lib") : fs::path(kHelper).parent_path();
+  std::string pattern = (base / "kforge-home-test-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr) << base;
+  const fs::path home = pattern;
+  chmod(home.c_str(), 0755);
+  for (const fs::path& d : {home / "tool" / "bin", home / "tool" / "lib", home / ".local" / "lib"}) fs::create_directories(d);
+  for (const fs::path& d : {home / "tool", home / "tool" / "bin", home / "tool" / "lib", home / ".local", home / ".local" / "lib"})
+    chmod(d.c_str(), 0755);
+  fs::copy_file("/bin/cat", home / "tool" / "bin" / "cat");
+  chmod((home / "tool" / "bin" / "cat").c_str(), 0755);
+  { std::ofstream(home / "tool" / "lib" / "data.txt") << "library "; }
+  { std::ofstream(home / ".local" / "lib" / "site.txt") << "site "; }
+  { std::ofstream(home / "secret.txt") << "secret"; }
+  const char* old = getenv("HOME");
+  const std::string saved = old ? old : "";
+  setenv("HOME", home.c_str(), 1);
+  ProcessResult r = Run(Spec({(home / "tool" / "bin" / "cat").string(), (home / "tool" / "lib" / "data.txt").string(),
+                              (home / ".local" / "lib" / "site.txt").string(), (home / "secret.txt").string()}));
+  if (old) setenv("HOME", saved.c_str(), 1); else unsetenv("HOME");
+  std::error_code ec;
+  fs::remove_all(home, ec);
+  if (!r.private_fs) GTEST_SKIP() << "no private filesystem here: " << Gaps(r);
+  EXPECT_EQ(r.out, "library site ") << r.err;
+  EXPECT_NE(r.err.find("secret.txt: No such file or directory"), std::string::npos) << r.err;
+}
+
 TEST_F(SandboxTest, GivenAWritablePathThatDoesNotExistItReportsStartFailed) {
   ProcessSpec spec = Spec({"true"});
   spec.writable_paths = {dir_.path() / "missing"};
