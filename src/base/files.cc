@@ -189,8 +189,8 @@ std::string PieceDigestHex(const void* data, size_t bytes) {
   return Sha256Hex(digests);
 }
 
-std::string Hash128Hex(const std::string& s) {
-  XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
+std::string Hash128Hex(const void* data, size_t bytes) {
+  XXH128_hash_t h = XXH3_128bits(data, bytes);
   char buf[33];
   std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(h.high64),
                 static_cast<unsigned long long>(h.low64));

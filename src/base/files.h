@@ -33,8 +33,9 @@ Status WriteFile(const std::filesystem::path& path, const void* data, size_t byt
 // 64-bit XXH3 of bytes, as 16 hex digits.
 std::string HashHex(const void* data, size_t bytes);
 inline std::string HashHex(const std::string& s) { return HashHex(s.data(), s.size()); }
-// 128-bit XXH3 as 32 hex digits, for cache keys.
-std::string Hash128Hex(const std::string& s);
+// 128-bit XXH3 as 32 hex digits, for cache keys and the trusted store's own files.
+std::string Hash128Hex(const void* data, size_t bytes);
+inline std::string Hash128Hex(const std::string& s) { return Hash128Hex(s.data(), s.size()); }
 
 // SHA-256, lowercase hex: for what a hostile process might try to forge (the workers' result
 // files), where the fast non-cryptographic hashes above are not enough.

@@ -94,6 +94,9 @@ std::optional<WorkerRun> TrustedState::FindRun(const std::string& key) const {
   run.SetResult(std::move(result));
   run.confirmed = true;
   run.kept = true;
+  const json digests = k.value("xxh3", json::object());  // none in a store kept before them: SHA-256 then
+  for (const auto& [name, digest] : digests.items())
+    if (digest.is_string()) run.kept_digests[name] = digest.get<std::string>();
   run.last_stage = "done";
   run.process.end = ProcessResult::End::kExited;
   run.process.exit_code = 0;
@@ -136,12 +139,29 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
   fs::create_directories(stage, ec);
   if (ec) return Status::IoError("cannot create " + stage.string() + ": " + ec.message());
   Status status = WriteFile(stage / "result.json", text.data(), text.size());
+  // Each file's XXH3-128, from bytes checked against the supervisor's digest first: what a
+  // later read checks instead of that SHA-256 (WorkerRun::kept_digests).
+  json xxh3 = json::object();
   for (const auto& [name, digest] : run.report.files) {
     if (!status.ok()) break;
     const std::string* h = held(name);
     status = h ? WriteFile(stage / name, h->data(), h->size()) : LinkOrCopy(run.dir / name, stage / name);
+    if (!status.ok()) break;
+    if (h) {  // checked when it was taken (VerifyPythonResult)
+      xxh3[name] = Hash128Hex(*h);
+      continue;
+    }
+    Result<uint64_t> size = UntrustedFileSize(stage / name);
+    Result<std::string> kept = size.ok() ? ReadUntrustedFile(stage / name, *size) : Result<std::string>(size.status());
+    if (!kept.ok()) { status = kept.status(); break; }
+    if (PieceDigestHex(*kept) != digest) {
+      status = Status::InvalidArgument("output file " + name + " was changed after the worker's supervisor wrote it");
+      break;
+    }
+    xxh3[name] = Hash128Hex(*kept);
   }
-  json k = {{"result_sha256", Sha256Hex(text)}, {"fields", fields}, {"kept_at", NowIso(std::time(nullptr))}, {"bytes", bytes}};
+  json k = {{"result_sha256", Sha256Hex(text)}, {"fields", fields}, {"kept_at", NowIso(std::time(nullptr))}, {"bytes", bytes},
+            {"xxh3", xxh3}};
   if (status.ok()) status = WriteFile(stage / "kept.json", k.dump(1).data(), k.dump(1).size());
   if (status.ok()) {
     fs::rename(stage, final_dir, ec);  // fails when another writer was first: theirs stands

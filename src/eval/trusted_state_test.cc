@@ -66,6 +66,17 @@ TEST_F(TrustedStateTest, GivenAKeptRunItIsFoundVerifiedAndItsFilesReadBack) {
   Result<std::shared_ptr<const std::string>> bytes = kept->ReadOutput("out.bin", 15);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   EXPECT_EQ(**bytes, "reference bytes");
+  // Read back against the XXH3-128 the store recorded, not the supervisor's SHA-256; a store
+  // kept before it recorded them is read against the SHA-256 still.
+  EXPECT_EQ(kept->kept_digests.at("out.bin"), Hash128Hex(std::string("reference bytes")));
+  const fs::path kept_json = kept->dir / "kept.json";
+  nlohmann::json k = nlohmann::json::parse(ReadFile(kept_json).value());
+  k.erase("xxh3");
+  ASSERT_TRUE(WriteFileAtomic(kept_json, k.dump()).ok());
+  std::optional<WorkerRun> older = store.FindRun(key);
+  ASSERT_TRUE(older.has_value());
+  EXPECT_TRUE(older->kept_digests.empty());
+  EXPECT_EQ(*older->ReadOutput("out.bin", 15).value(), "reference bytes");
   Cleanup(*kept);  // a kept folder stays
   EXPECT_TRUE(store.FindRun(key).has_value());
   EXPECT_NE(store.Describe().find(": 1 reference runs"), std::string::npos) << store.Describe();
@@ -84,7 +95,9 @@ TEST_F(TrustedStateTest, GivenAChangedResultOrOutputTheKeptRunIsNotTrusted) {
   { std::ofstream(dir / "out.bin", std::ios::binary) << "9999999999"; }
   std::optional<WorkerRun> kept = store.FindRun(key);
   ASSERT_TRUE(kept.has_value());
-  EXPECT_FALSE(kept->ReadOutput("out.bin", 15).ok());
+  Result<std::shared_ptr<const std::string>> changed = kept->ReadOutput("out.bin", 10);
+  EXPECT_FALSE(changed.ok());
+  EXPECT_NE(changed.status().message().find("changed after"), std::string::npos) << changed.status().message();
   // result.json changed after it was kept: not found at all.
   { std::ofstream(dir / "result.json", std::ios::app) << " "; }
   EXPECT_FALSE(store.FindRun(key).has_value());

@@ -119,6 +119,10 @@ Status CheckedName(const std::string& file) {
 }
 
 Status CheckDigest(const WorkerRun& run, const std::string& file, const void* data, size_t bytes) {
+  if (auto kept = run.kept_digests.find(file); kept != run.kept_digests.end()) {
+    if (kept->second != Hash128Hex(data, bytes)) return Status::InvalidArgument("kept file " + file + " was changed after it was kept");
+    return Status::Ok();
+  }
   auto recorded = run.report.files.find(file);
   if (recorded != run.report.files.end() && recorded->second != PieceDigestHex(data, bytes))
     return Status::InvalidArgument("output file " + file + " was changed after the worker's supervisor wrote it");

@@ -39,6 +39,10 @@ struct WorkerRun {
   bool confirmed = false;
   // The folder belongs to the trusted store (eval/trusted_state.h): Cleanup leaves it.
   bool kept = false;
+  // A kept run's files, XXH3-128 as the store recorded them when it kept them: checked instead
+  // of the supervisor's SHA-256 piece digests. Only trusted code writes the store, so what is
+  // left to catch is a damaged file, and a warm KernelBench judgement read 930 MiB of it.
+  std::map<std::string, std::string> kept_digests;
   bool finished() const { return confirmed && report.done; }
   // Sets `result` and parses it into `report` (and `malformed`): every change of the result
   // goes through here, so that the two agree.
