@@ -5,8 +5,10 @@
 //
 //   runs/<key>/         a reference job's folder as its supervisor left it: result.json and the
 //                       output files it names (no inputs, no job.json), plus kept.json with
-//                       result.json's SHA-256 and the key's fields. Every read checks the hash,
-//                       and every output file is checked against result.json (ReadOutput).
+//                       result.json's SHA-256, each file's XXH3-128 and the key's fields. Every
+//                       read checks result.json's hash, and every output file is checked
+//                       against its XXH3-128 (ReadOutput; against result.json's SHA-256 piece
+//                       digest in entries kept without them).
 //   baselines/<key>.json baseline timings and when they were measured; older than the caller's
 //                       limit, or --rebaseline, and they are measured again.
 //
