@@ -979,8 +979,8 @@ std::string ProcessesLine(const ProcessResult& probe) {
 std::string FilesystemLine(const ProcessResult& probe) {
   if (!probe.private_fs) return "filesystem: NOT private, " + WhyNot(probe, "filesystem");
   return "filesystem: private view: everything read-only (mount_setattr, recursive), fresh tmpfs "
-         "on /tmp, /var/tmp, /dev/shm, /dev kept; writable only the working directory and the "
-         "caches a job names";
+         "on /tmp, /var/tmp, /dev/shm, $HOME and /root (a program's install prefix and ~/.local "
+         "kept), /dev kept; writable only the working directory and the caches a job names";
 }
 
 std::string SeccompLine(const ProcessResult& probe) {
