@@ -1118,9 +1118,9 @@ Status Evaluation::SpeedOfLight() {
     verdict_.fingerprint["peaks"] = {{"kind", "achievable (measured)"}, {"bandwidth_gbs", peaks.bandwidth_gbs},
                                      {"fp32_gflops", peaks.fp32_gflops}, {"remeasured", remeasured}};
     if (peaks.tensor_bf16_gflops > 0) verdict_.fingerprint["peaks"]["tensor_bf16_gflops"] = peaks.tensor_bf16_gflops;
-    return f.ms;
+    return f;
   };
-  double achievable_ms = achievable(false);
+  AchievableFloor floor = achievable(false);
   if (!verdict_.timing || verdict_.timing->median_ms <= 0) return Status::Ok();
   double median = verdict_.timing->median_ms, slack = options_.sol_slack;
   bool impossible = theory && median < slack * theory->ms;
@@ -1128,13 +1128,13 @@ Status Evaluation::SpeedOfLight() {
   // again, but not when that was done within the hour (the cache keeps the higher of the two
   // measurements, so a second one rarely moves them; a kernel on a unit no peak kernel measures,
   // wgmma say, would otherwise pay for a peaks job on every judgement).
-  bool remeasured = !impossible && peaks.cached && median < achievable_ms &&
+  bool remeasured = !impossible && peaks.cached && median < floor.ms &&
                     (peaks.remeasured_age_s < 0 || peaks.remeasured_age_s > kPeaksRemeasureAfterS);
   if (remeasured) {
     KF_ASSIGN_OR_RETURN(peaks, GetDevicePeaks(peaks_backend, options_.device, runner_, true));
-    achievable_ms = achievable(true);
+    floor = achievable(true);
   }
-  verdict_.sol_percent = 100 * achievable_ms / median;
+  verdict_.sol_percent = 100 * floor.ms / median;
   if (impossible) {
     Finish(VerdictStatus::kSuspicious, fmt::format("measured time is below the theoretical speed-of-light floor "
                                                    "({:.4f} ms < {} x {:.4f} ms; {}): impossible",
@@ -1143,11 +1143,9 @@ Status Evaluation::SpeedOfLight() {
     verdict_.warnings.push_back(fmt::format(
         "SOL {:.0f}%: faster than the achievable peaks measured on this machine ({:.1f} GFLOP/s {}, {:.1f} GB/s{}): "
         "they were measured low or the kernel uses a faster unit{}",
-        verdict_.sol_percent, verdict_.roofline["achievable"].value("gflops", 0.0),
-        verdict_.roofline["achievable"].value("products", 1) > 1
-            ? fmt::format("{} in {} products", verdict_.roofline["achievable"].value("unit", std::string()),
-                          verdict_.roofline["achievable"].value("products", 1))
-            : verdict_.roofline["achievable"].value("unit", std::string()),
+        verdict_.sol_percent, floor.compute.gflops,
+        floor.compute.products > 1 ? fmt::format("{} in {} products", floor.compute.unit, floor.compute.products)
+                                   : floor.compute.unit,
         peaks.bandwidth_gbs,
         remeasured                      ? std::string(", measured again just now")
         : peaks.remeasured_age_s >= 0 ? fmt::format(", measured again {:.0f} min ago", peaks.remeasured_age_s / 60)

@@ -115,6 +115,7 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
     auto it = run.held->find(name);
     return it == run.held->end() ? nullptr : &it->second;
   };
+  std::map<std::string, uint64_t> sizes;  // of the files not held
   for (const auto& [name, digest] : run.report.files) {
     if (!SafeName(name)) return Status::Unavailable("the run names a file '" + name + "'");
     if (const std::string* h = held(name)) {
@@ -124,6 +125,7 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
     Result<uint64_t> size = UntrustedFileSize(run.dir / name);
     if (!size.ok()) return Status::Unavailable("its file " + name + ": " + size.status().message());
     bytes += *size;
+    sizes[name] = *size;
   }
   const uint64_t limit = LimitBytes();
   if (bytes > limit / 4)
@@ -139,26 +141,20 @@ Status TrustedState::KeepRun(const std::string& key, const json& fields, const W
   fs::create_directories(stage, ec);
   if (ec) return Status::IoError("cannot create " + stage.string() + ": " + ec.message());
   Status status = WriteFile(stage / "result.json", text.data(), text.size());
-  // Each file's XXH3-128, from bytes checked against the supervisor's digest first: what a
-  // later read checks instead of that SHA-256 (WorkerRun::kept_digests).
+  // Each file's XXH3-128, of bytes checked against the supervisor's digest (ReadOutput; a held
+  // file's when it was taken): what a later read checks instead of that SHA-256
+  // (WorkerRun::kept_digests).
   json xxh3 = json::object();
   for (const auto& [name, digest] : run.report.files) {
     if (!status.ok()) break;
     const std::string* h = held(name);
-    status = h ? WriteFile(stage / name, h->data(), h->size()) : LinkOrCopy(run.dir / name, stage / name);
-    if (!status.ok()) break;
-    if (h) {  // checked when it was taken (VerifyPythonResult)
-      xxh3[name] = Hash128Hex(*h);
-      continue;
-    }
-    Result<uint64_t> size = UntrustedFileSize(stage / name);
-    Result<std::string> kept = size.ok() ? ReadUntrustedFile(stage / name, *size) : Result<std::string>(size.status());
-    if (!kept.ok()) { status = kept.status(); break; }
-    if (PieceDigestHex(*kept) != digest) {
-      status = Status::InvalidArgument("output file " + name + " was changed after the worker's supervisor wrote it");
+    Result<std::shared_ptr<const std::string>> checked = run.ReadOutput(name, h ? h->size() : sizes.at(name));
+    if (!checked.ok()) {
+      status = checked.status();
       break;
     }
-    xxh3[name] = Hash128Hex(*kept);
+    xxh3[name] = Hash128Hex(**checked);
+    status = h ? WriteFile(stage / name, h->data(), h->size()) : LinkOrCopy(run.dir / name, stage / name);
   }
   json k = {{"result_sha256", Sha256Hex(text)}, {"fields", fields}, {"kept_at", NowIso(std::time(nullptr))}, {"bytes", bytes},
             {"xxh3", xxh3}};

@@ -129,32 +129,32 @@ Status CheckDigest(const WorkerRun& run, const std::string& file, const void* da
   return Status::Ok();
 }
 
+// The held bytes of `file` (null when it is not held), which must be `bytes` long.
+Result<const std::string*> HeldOutput(const WorkerRun& run, const std::string& file, size_t bytes) {
+  KF_RETURN_IF_ERROR(CheckedName(file));
+  if (!run.held) return nullptr;
+  auto it = run.held->find(file);
+  if (it == run.held->end()) return nullptr;
+  if (it->second.size() != bytes)
+    return Status::InvalidArgument("output file " + file + " holds " + std::to_string(it->second.size()) + " bytes, not " + std::to_string(bytes));
+  return &it->second;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const std::string>> WorkerRun::ReadOutput(const std::string& file, size_t bytes) const {
-  KF_RETURN_IF_ERROR(CheckedName(file));
-  if (held) {
-    if (auto it = held->find(file); it != held->end()) {
-      if (it->second.size() != bytes)
-        return Status::InvalidArgument("output file " + file + " holds " + std::to_string(it->second.size()) + " bytes, not " + std::to_string(bytes));
-      return std::shared_ptr<const std::string>(held, &it->second);
-    }
-  }
+  KF_ASSIGN_OR_RETURN(const std::string* held_bytes, HeldOutput(*this, file, bytes));
+  if (held_bytes) return std::shared_ptr<const std::string>(held, held_bytes);
   auto read = std::make_shared<std::string>(bytes, '\0');
-  KF_RETURN_IF_ERROR(ReadUntrustedFileInto(dir / file, read->data(), bytes));
-  KF_RETURN_IF_ERROR(CheckDigest(*this, file, read->data(), bytes));
+  KF_RETURN_IF_ERROR(ReadOutputInto(file, read->data(), bytes));
   return std::shared_ptr<const std::string>(std::move(read));
 }
 
 Status WorkerRun::ReadOutputInto(const std::string& file, void* out, size_t bytes) const {
-  KF_RETURN_IF_ERROR(CheckedName(file));
-  if (held) {
-    if (auto it = held->find(file); it != held->end()) {
-      if (it->second.size() != bytes)
-        return Status::InvalidArgument("output file " + file + " holds " + std::to_string(it->second.size()) + " bytes, not " + std::to_string(bytes));
-      std::memcpy(out, it->second.data(), bytes);
-      return Status::Ok();
-    }
+  KF_ASSIGN_OR_RETURN(const std::string* held_bytes, HeldOutput(*this, file, bytes));
+  if (held_bytes) {
+    std::memcpy(out, held_bytes->data(), bytes);
+    return Status::Ok();
   }
   KF_RETURN_IF_ERROR(ReadUntrustedFileInto(dir / file, out, bytes));
   return CheckDigest(*this, file, out, bytes);

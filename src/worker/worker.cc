@@ -854,9 +854,7 @@ Status Supervisor::Calibrate() {
   result_["phases_ms"]["calibration_prepare"] = prepare_ms;
   result_["phases_ms"]["calibration_flush"] = flush_ms;
   result_["phases_ms"]["calibration_go"] = go_ms;
-  double collect_ms = 0;
-  for (double c : collects) collect_ms += c;
-  result_["phases_ms"]["calibration_collect"] = collect_ms;
+  result_["phases_ms"]["calibration_collect"] = std::accumulate(collects.begin(), collects.end(), 0.0);
   double med = Median(gaps);
   std::vector<double> dev;
   for (double g : gaps) dev.push_back(std::fabs(g - med));
