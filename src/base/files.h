@@ -23,6 +23,17 @@ Result<std::string> ReadUntrustedFile(const std::filesystem::path& path, uint64_
 Status ReadUntrustedFileInto(const std::filesystem::path& path, void* out, size_t bytes);
 // The size of a regular file, the link itself not followed; an error for anything else.
 Result<uint64_t> UntrustedFileSize(const std::filesystem::path& path);
+
+// What a folder that a hostile job writes into holds, for a bound on it (Limits::folder_bytes):
+// every file, folder and link below `dir` counted at its allocated size and at least one
+// kFootprintEntryBytes, so that a flood of empty files counts (each is an inode in RAM on a
+// tmpfs). Walked with openat and fstatat, never following a link, at most kFootprintDepth
+// folders deep (a deeper folder counts as over). Stops as soon as the count passes
+// `stop_above` and returns what it had counted then; a folder that cannot be opened counts as
+// its entry alone. `dir` itself must be a folder (0 when it is not).
+inline constexpr uint64_t kFootprintEntryBytes = 4096;
+inline constexpr int kFootprintDepth = 16;
+uint64_t FolderFootprint(const std::filesystem::path& dir, uint64_t stop_above);
 // The first line of a small text file (sysfs, /proc), without its newline; "" when it cannot
 // be read.
 std::string ReadFirstLine(const std::filesystem::path& path);

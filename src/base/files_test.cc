@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -159,6 +160,31 @@ TEST_F(FilesTest, AJobFolderIsInRamOnlyWhenItFits) {
   EXPECT_NE(huge->parent_path(), "/dev/shm") << *huge;
   fs::remove_all(*small);
   fs::remove_all(*huge);
+}
+
+TEST(FolderFootprintTest, CountsEveryEntryAtAPageOrMoreAndFollowsNoLink) {
+  Result<fs::path> dir = MakeTempDir("footprint");
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(FolderFootprint(*dir, UINT64_MAX), 0u);
+  { std::ofstream(*dir / "small") << "x"; }
+  fs::create_directories(*dir / "a" / "b");
+  { std::ofstream(*dir / "a" / "b" / "big") << std::string(1 << 20, 'y'); }
+  fs::create_symlink("/usr", *dir / "link");
+  const uint64_t total = FolderFootprint(*dir, UINT64_MAX);
+  // small, a, b, link: a page each; big: its 1 MiB (a file system may allocate a little more).
+  EXPECT_GE(total, (1u << 20) + 4 * kFootprintEntryBytes);
+  EXPECT_LT(total, (1u << 20) + 64 * kFootprintEntryBytes);
+  // It stops once past the bound: it never walks the rest of a flood.
+  EXPECT_GT(FolderFootprint(*dir, 100), 100u);
+  EXPECT_LE(FolderFootprint(*dir, 100), (1u << 20) + 2 * kFootprintEntryBytes + 100);
+  // A folder deeper than any job needs counts as over the bound.
+  fs::path deep = *dir;
+  for (int i = 0; i < kFootprintDepth + 1; ++i) deep /= "d";
+  fs::create_directories(deep);
+  EXPECT_GT(FolderFootprint(*dir, 1u << 30), 1u << 30);
+  EXPECT_EQ(FolderFootprint(*dir / "link", UINT64_MAX), 0u) << "a link is not a folder to walk";
+  EXPECT_EQ(FolderFootprint(*dir / "small", UINT64_MAX), 0u);
+  fs::remove_all(*dir);
 }
 
 }  // namespace

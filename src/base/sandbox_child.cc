@@ -403,6 +403,13 @@ int InitEntry(void* args) { ChildInit(static_cast<InitArgs*>(args)); }
   ChildResetSignals();
   const rlimit no_core = {0, 0};  // this copy of the parent must never dump core
   setrlimit(RLIMIT_CORE, &no_core);
+  // The kernel's out-of-memory killer takes the job first: what a job keeps in a tmpfs is no
+  // process's memory, so without this the largest process when RAM runs out may be the judge's.
+  // Raising one's own score needs no privilege; the job's processes inherit it.
+  if (const int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); oom >= 0) {
+    (void)!write(oom, "1000", 4);
+    close(oom);
+  }
   if (!ChildDieWithParent(plan.parent)) ChildFail(fds.report_write, Stage::kSession, ESRCH);
   if (setsid() < 0) ChildFail(fds.report_write, Stage::kSession, errno);
   const int report = ChildSetUpFds(fds, plan.max_fd);

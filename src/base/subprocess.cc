@@ -230,6 +230,9 @@ std::string PrepareWorkdir(const ProcessSpec& spec, bool drop_privileges, uid_t 
 // --- In the parent: planning the private filesystem view. -------------------------------------
 
 constexpr const char* kPrivateTmpfs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+// Files a private tmpfs may hold (each is an inode in RAM; its size is bounded by
+// Limits::file_size_bytes): far more than a compiler or a JIT cache makes.
+constexpr int kPrivateTmpfsInodes = 65536;
 constexpr size_t kMaxListedPaths = 16;  // writable_paths, readable_paths
 
 // True when `path` lies strictly below the folder `dir` (both canonical, dir not "/").
@@ -348,7 +351,7 @@ std::string PlanFilesystem(const ProcessSpec& spec, ChildPlan* plan) {
   }
   plan->hidden_homes = HomesToHide(*plan);
   for (const std::string& home : plan->hidden_homes) plan->tmpfs.push_back(home);
-  plan->tmpfs_options = "mode=1777";
+  plan->tmpfs_options = "mode=1777,nr_inodes=" + std::to_string(kPrivateTmpfsInodes);
   if (spec.limits.file_size_bytes > 0) {
     plan->tmpfs_options += fmt::format(",size={}", spec.limits.file_size_bytes);
   }
@@ -483,7 +486,7 @@ struct OutputStream {
   }
 };
 
-enum class Stop { kExited, kTimedOut, kOutputFlood };
+enum class Stop { kExited, kTimedOut, kOutputFlood, kFolderFlood };
 
 // The optional conversation of ProcessSpec (stdin_fd, cancel_fd, on_stdout).
 struct Conversation {
@@ -505,9 +508,11 @@ class RunningChild {
                Conversation conversation = {});
   ~RunningChild();
 
-  // Pumps the pipes until the child exits, `deadline` passes or the output exceeds
-  // `flood_bytes` (0: no limit).
-  Stop Supervise(Clock::time_point deadline, uint64_t flood_bytes);
+  // Pumps the pipes until the child exits, `deadline` passes, the output exceeds
+  // `flood_bytes` (0: no limit) or the folder `folder` holds more than `folder_bytes` (0: no
+  // limit; measured every kFolderPollMs).
+  Stop Supervise(Clock::time_point deadline, uint64_t flood_bytes, const std::filesystem::path& folder = {},
+                 uint64_t folder_bytes = 0);
   // Kills the whole group, reaps the child, drains the pipes, reaps the group; each bounded.
   void Finish();
 
@@ -569,16 +574,31 @@ bool RunningChild::Exited() const {
   return waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
 }
 
-Stop RunningChild::Supervise(Clock::time_point deadline, uint64_t flood_bytes) {
+Stop RunningChild::Supervise(Clock::time_point deadline, uint64_t flood_bytes, const fs::path& folder,
+                             uint64_t folder_bytes) {
+  const bool watch_folder = folder_bytes > 0 && !folder.empty();
+  Clock::time_point next_measure = Clock::now();
   for (;;) {
     if (flood_bytes > 0 && result_->out_total + result_->err_total > flood_bytes) {
       return Stop::kOutputFlood;
+    }
+    if (watch_folder && Clock::now() >= next_measure) {
+      const uint64_t held = FolderFootprint(folder, folder_bytes);
+      if (held > folder_bytes) {
+        result_->folder_bytes = held;
+        return Stop::kFolderFlood;
+      }
+      next_measure = Clock::now() + std::chrono::milliseconds(kFolderPollMs);
     }
     if (Exited()) return Stop::kExited;
     double left = SecondsUntil(deadline);
     if (left <= 0 || Cancelled()) return Stop::kTimedOut;
     int timeout_ms = static_cast<int>(std::min(std::ceil(left * 1000), 1e9));
     if (!pidfd_.valid()) timeout_ms = std::min(timeout_ms, kNoPidfdPollMs);
+    if (watch_folder) {
+      const double until_measure = std::chrono::duration<double, std::milli>(next_measure - Clock::now()).count();
+      timeout_ms = std::min(timeout_ms, std::max(1, static_cast<int>(std::ceil(until_measure))));
+    }
     Pump(timeout_ms, /*watch_exit=*/true);
   }
 }
@@ -740,6 +760,8 @@ void Classify(Stop stop, const RunningChild& child, const ChildPlan& plan, Proce
     r->end = ProcessResult::End::kTimedOut;
   } else if (stop == Stop::kOutputFlood) {
     r->end = ProcessResult::End::kOutputFlood;
+  } else if (stop == Stop::kFolderFlood) {
+    r->end = ProcessResult::End::kFolderFlood;
   } else if (known && WIFSIGNALED(status)) {
     r->end = ProcessResult::End::kSignaled;
   } else {
@@ -868,7 +890,7 @@ ProcessResult RunChecked(const ProcessSpec& spec) {
   RunningChild child(pid, std::move(ends), spec.stdin_data, &result,
                      {spec.cancel_fd, &spec.on_stdout});
   const Clock::time_point deadline = start + ToDuration(std::max(spec.limits.wall_seconds, 0.0));
-  const Stop stop = child.Supervise(deadline, spec.limits.output_kill_bytes);
+  const Stop stop = child.Supervise(deadline, spec.limits.output_kill_bytes, spec.cwd, spec.limits.folder_bytes);
   child.Finish();
   result.wall_seconds = SecondsSince(start);
   Classify(stop, child, plan, &result);
@@ -923,7 +945,7 @@ std::string SignalHint(const ProcessResult& r) {
   if (r.signal == SIGXFSZ) {
     return fmt::format(": file size limit of {} reached", FormatBytes(limits.file_size_bytes));
   }
-  // kforge's own kills end as kTimedOut or kOutputFlood; a SIGKILL otherwise came from outside,
+  // kforge's own kills end as kTimedOut, kOutputFlood or kFolderFlood; a SIGKILL otherwise came from outside,
   // most often the kernel's out-of-memory killer.
   if (r.signal == SIGKILL) {
     return fmt::format(" from outside kforge (the kernel's out-of-memory killer does this when the machine runs out of "
@@ -980,7 +1002,8 @@ std::string FilesystemLine(const ProcessResult& probe) {
   if (!probe.private_fs) return "filesystem: NOT private, " + WhyNot(probe, "filesystem");
   return "filesystem: private view: everything read-only (mount_setattr, recursive), fresh tmpfs "
          "on /tmp, /var/tmp, /dev/shm, $HOME and /root (a program's install prefix and ~/.local "
-         "kept), /dev kept; writable only the working directory and the caches a job names";
+         "kept; 1 GiB and 65536 files each), /dev kept; writable only the working directory (bounded where a job "
+         "sets folder_bytes) and the caches a job names; oom_score_adj 1000";
 }
 
 std::string SeccompLine(const ProcessResult& probe) {
@@ -1014,6 +1037,9 @@ std::string ProcessResult::Describe() const {
     case End::kOutputFlood:
       return fmt::format("killed: wrote {} of output (limit {})",
                          FormatBytes(out_total + err_total), FormatBytes(limits.output_kill_bytes));
+    case End::kFolderFlood:
+      return fmt::format("killed: its working folder grew past its limit of {} ({} counted, each file at least {})",
+                         FormatBytes(limits.folder_bytes), FormatBytes(folder_bytes), FormatBytes(kFootprintEntryBytes));
     case End::kStartFailed:
       return "could not start: " + start_error;
   }

@@ -45,6 +45,10 @@
 
 namespace kforge {
 
+// How often a running child's working folder is measured against Limits::folder_bytes. A tmpfs
+// takes a few GB/s: what a flood writes past the limit is bounded by this slice.
+inline constexpr int kFolderPollMs = 20;
+
 struct Limits {
   double wall_seconds = 60;  // killed (with its group) after this
   // RLIMIT_CPU: SIGXCPU at the limit, SIGKILL one second later; 0 = unlimited.
@@ -53,6 +57,11 @@ struct Limits {
   uint64_t file_size_bytes = 1ull << 30;      // RLIMIT_FSIZE (SIGXFSZ); 0 = unlimited
   uint64_t output_bytes = 256 << 10;          // kept per stream (stdout, stderr)
   uint64_t output_kill_bytes = 64ull << 20;   // stdout+stderr total that is a flood; 0 = none
+  // The most the working folder (cwd) may hold, what it held at the start included, while the
+  // child runs (FolderFootprint, measured every kFolderPollMs): past it the child is ended
+  // (End::kFolderFlood). A job folder lies on the host's /dev/shm, which is RAM that no process
+  // owns: the file size limit bounds each file, this their sum and their number. 0 = none.
+  uint64_t folder_bytes = 0;
   // Processes + threads (RLIMIT_NPROC; enforced as nobody or in a user namespace, not as root);
   // 0 = unlimited.
   int max_processes = 512;
@@ -108,7 +117,7 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  enum class End { kExited, kSignaled, kTimedOut, kOutputFlood, kStartFailed };
+  enum class End { kExited, kSignaled, kTimedOut, kOutputFlood, kFolderFlood, kStartFailed };
   End end = End::kStartFailed;
   int exit_code = -1;  // kExited
   int signal = 0;      // kSignaled (also the signal that ended a timed-out child)
@@ -117,6 +126,7 @@ struct ProcessResult {
   int64_t max_rss_kb = 0;
   std::string out, err;                   // kept output, at most output_bytes each
   uint64_t out_total = 0, err_total = 0;  // bytes the child wrote, kept or not
+  uint64_t folder_bytes = 0;  // kFolderFlood: what its working folder held when it was ended
   std::string start_error;                // kStartFailed: why
   int pid = 0;                   // the child's process id, which is also its process group id
   bool network_private = false;  // the child ran in a private network namespace

@@ -373,6 +373,44 @@ TEST_F(SandboxTest, GivenAFloodOfOutputItKillsTheChildAndKeepsOnlyTheCap) {
   EXPECT_NE(r.Describe().find("(limit 8 MB)"), std::string::npos) << r.Describe();
 }
 
+// A job folder lies on the host's /dev/shm: RAM no process owns. Files of up to the file size
+// limit each, or many empty ones, end the child once the folder holds more than folder_bytes.
+TEST_F(SandboxTest, GivenAFolderLimitLargeFilesInTheWorkingFolderEndTheChild) {
+  ProcessSpec spec = Spec({"sh", "-c", "i=0; while [ $i -lt 64 ]; do head -c 1048576 /dev/zero > big_$i; i=$((i+1)); done; sleep 30"});
+  spec.limits.folder_bytes = 8 << 20;
+  spec.limits.wall_seconds = 20;
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kFolderFlood) << r.Describe();
+  EXPECT_GT(r.folder_bytes, 8u << 20);
+  EXPECT_LT(r.wall_seconds, 10.0);
+  EXPECT_NE(r.Describe().find("working folder grew past its limit of 8 MB"), std::string::npos) << r.Describe();
+}
+
+TEST_F(SandboxTest, GivenAFolderLimitAFloodOfEmptyFilesAndFoldersEndsTheChild) {
+  ProcessSpec spec = Spec({"sh", "-c", "mkdir -p d/e; i=0; while [ $i -lt 5000 ]; do : > d/e/f_$i; i=$((i+1)); done; sleep 30"});
+  spec.limits.folder_bytes = 1 << 20;  // 256 files at 4 KB each
+  spec.limits.wall_seconds = 20;
+  ProcessResult r = Run(spec);
+  EXPECT_EQ(r.end, End::kFolderFlood) << r.Describe();
+  EXPECT_LT(r.wall_seconds, 10.0);
+}
+
+TEST_F(SandboxTest, GivenAFolderLimitAJobWithinItEndsAsItWould) {
+  ProcessSpec spec = Spec({"sh", "-c", "head -c 1048576 /dev/zero > a; sleep 0.1; echo done"});
+  spec.limits.folder_bytes = 8 << 20;
+  ProcessResult r = Run(spec);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  EXPECT_EQ(r.out, "done\n");
+}
+
+// What a job keeps in a tmpfs is no process's memory: when RAM runs out, the kernel must end a
+// job, not the judge.
+TEST_F(SandboxTest, GivenAnyJobTheOutOfMemoryKillerTakesItFirst) {
+  ProcessResult r = Run(Spec({"cat", "/proc/self/oom_score_adj"}));
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.err;
+  EXPECT_EQ(r.out, "1000\n");
+}
+
 TEST_F(SandboxTest, GivenOutputBeyondTheKeptBytesItCountsTheRest) {
   ProcessSpec spec = Spec({"head", "-c", "1M", "/dev/zero"});
   spec.limits.output_bytes = 1000;

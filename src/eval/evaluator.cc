@@ -97,7 +97,8 @@ json LimitsToJson(const Limits& l) {
   return {{"wall_seconds", l.wall_seconds}, {"cpu_seconds", l.cpu_seconds},
           {"address_space_bytes", l.address_space_bytes}, {"file_size_bytes", l.file_size_bytes},
           {"output_bytes", l.output_bytes}, {"max_processes", l.max_processes},
-          {"isolate_network", l.isolate_network}, {"drop_privileges", l.drop_privileges}};
+          {"isolate_network", l.isolate_network}, {"drop_privileges", l.drop_privileges},
+          {"folder_bytes", l.folder_bytes}};
 }
 
 std::vector<LaunchAttr> AttrsFor(const BoundProblem& b) {
@@ -263,6 +264,7 @@ class Evaluation {
   json PythonJob(const std::string& mode) const;
   bool PythonOutputsMayRepeat() const;
   Limits PythonLimits() const;
+  uint64_t PythonCandidateFolderBytes(const PythonJobFiles& files) const;
   std::string PythonLockFile() const;
   json PythonTimingPlan(size_t sets) const;
 
@@ -614,6 +616,7 @@ json Evaluation::RunAdvisoryJob(const std::vector<std::string>& wrapper, bool pr
   limits.max_processes = 0;
   limits.drop_privileges = !profiler;
   limits.allow_perf_events = profiler;
+  limits.folder_bytes = JobFolderLimit(job, files);
   Result<WorkerRun> run = [&] {
     DeviceLock lock(LockName(backend_->name));
     return RunWorker(runner_, job, files, limits, wrapper);
@@ -681,6 +684,10 @@ bool Evaluation::ProcessEnded(const WorkerRun& run) {
   }
   if (p.end == ProcessResult::End::kOutputFlood) {
     Finish(VerdictStatus::kRuntimeError, "the candidate flooded its output: " + p.Describe() + where);
+    return false;
+  }
+  if (p.end == ProcessResult::End::kFolderFlood) {
+    Finish(VerdictStatus::kRuntimeError, "the candidate filled its job folder: " + p.Describe() + where);
     return false;
   }
   if (run.malformed) {
@@ -1010,6 +1017,7 @@ Result<bool> Evaluation::RunCandidate() {
   }
   if (options_.timing) job.timing = PlanTiming(trials_.size());
   Limits limits = WorkerLimits();
+  limits.folder_bytes = JobFolderLimit(job, files);
   verdict_.limits = LimitsToJson(limits);
   // The worker locks the device itself: shared for the job, exclusive for each timed run.
   job.lock_file = DeviceLockPath(LockName(backend_->name)).string();
@@ -1327,6 +1335,27 @@ Limits Evaluation::PythonLimits() const {
   return l;
 }
 
+// The bound on a Python candidate's job folder (Limits::folder_bytes; JobFolderLimit for a
+// kforge-worker job): twice what its supervisor writes there (the input files, two check runs'
+// outputs per set, the sampled timed runs') and kJobFolderSlack besides.
+uint64_t Evaluation::PythonCandidateFolderBytes(const PythonJobFiles& files) const {
+  uint64_t bytes = 1 << 20, largest = 0;
+  for (const auto& [name, blob] : files.blobs) bytes += blob.size();
+  for (const auto& [name, path] : files.copies) {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(path, ec);
+    if (!ec) bytes += size;
+  }
+  for (const Trial& t : trials_) {
+    uint64_t outputs = 0;
+    for (const TensorShape& out : t.bound.outputs) outputs += static_cast<uint64_t>(out.bytes());
+    bytes += 2 * outputs;
+    largest = std::max(largest, outputs);
+  }
+  bytes += largest * static_cast<uint64_t>(std::max(options_.timed_checks, 0) + 4);
+  return 2 * bytes + kJobFolderSlack;
+}
+
 std::string Evaluation::PythonLockFile() const {
   // The lock kforge-worker jobs on the same device take (LockName): "cpu" or "cuda-<device>".
   return DeviceLockPath(torch_device_ == "cpu" ? "cpu" : LockName("cuda")).string();
@@ -1637,6 +1666,7 @@ Result<bool> Evaluation::RunPythonCandidate() {
     for (const HostTensor& h : TrialInputs(t)) files.blobs["in_" + std::to_string(t) + "_" + h.shape.name + ".bin"] = h.bytes();
   }
   Limits limits = PythonLimits();
+  limits.folder_bytes = PythonCandidateFolderBytes(files);
   verdict_.limits = LimitsToJson(limits);
   KF_ASSIGN_OR_RETURN(WorkerRun run, RunPythonWorker(runner_, job, files, limits));
   Stage("run", t0);

@@ -211,9 +211,27 @@ ProcessResult PythonZygote::Run(const ProcessSpec& spec, const fs::path& dir) {
   auto answered = [&] { return done_.count(id) > 0 || ended_; };
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::max(spec.limits.wall_seconds, 0.0)));
-  bool timed_out = false;
-  if (!cv_.wait_until(lock, deadline, answered)) {
-    timed_out = true;
+  bool timed_out = false, flooded = false;
+  // The job's folder and whatever else it wrote below the zygote's root, against the limit on
+  // its folder (what the sandbox runner does for a cold job), measured every kFolderPollMs.
+  auto wait_for_answer = [&] {
+    if (spec.limits.folder_bytes == 0) return cv_.wait_until(lock, deadline, answered);
+    for (;;) {
+      const auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(kFolderPollMs));
+      if (cv_.wait_until(lock, slice, answered)) return true;
+      if (Clock::now() >= deadline) return false;
+      lock.unlock();
+      const uint64_t held = FolderFootprint(root_, spec.limits.folder_bytes);
+      lock.lock();
+      if (held > spec.limits.folder_bytes) {
+        r.folder_bytes = held;
+        flooded = true;
+        return answered();
+      }
+    }
+  };
+  if (!wait_for_answer() || flooded) {
+    timed_out = !flooded;
     lock.unlock();
     SendAll(stdin_w_, json{{"op", "cancel"}, {"id", id}}.dump() + "\n");
     lock.lock();
@@ -233,7 +251,7 @@ ProcessResult PythonZygote::Run(const ProcessSpec& spec, const fs::path& dir) {
   if (it == done_.end()) {
     // The zygote ended (or was ended) during the job: that is how the job ended.
     unusable_ = true;
-    r.end = timed_out ? ProcessResult::End::kTimedOut : final_.end;
+    r.end = flooded ? ProcessResult::End::kFolderFlood : timed_out ? ProcessResult::End::kTimedOut : final_.end;
     r.signal = final_.signal;
     r.exit_code = final_.exit_code;
     r.err = final_.err;
@@ -246,7 +264,10 @@ ProcessResult PythonZygote::Run(const ProcessSpec& spec, const fs::path& dir) {
   done_.erase(it);
   if (done.contains("unusable")) unusable_ = true;
   lock.unlock();
-  if (timed_out || done.value("cancelled", false)) {
+  if (flooded) {
+    r.end = ProcessResult::End::kFolderFlood;
+    r.signal = 9;
+  } else if (timed_out || done.value("cancelled", false)) {
     r.end = ProcessResult::End::kTimedOut;
     r.signal = 9;
     r.wall_seconds = spec.limits.wall_seconds;

@@ -1055,6 +1055,21 @@ TEST_F(PyTorchTest, GivenACandidateThatKillsTheWorkerItIsARuntimeError) {
   EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
 }
 
+// The job folder of a Python candidate (a warm worker's root, or a cold job's own folder) is
+// bounded as kforge-worker's is: files written into it past the bound end the job.
+TEST_F(PyTorchTest, GivenACandidateFillingItsJobFolderTheJobIsEndedAtItsBound) {
+  const fs::path cheat = kKb / "candidates" / "12_fill_job_folder.py";
+  const auto start = std::chrono::steady_clock::now();
+  Verdict v = EvalAttack(cheat);
+  EXPECT_EQ(v.status, VerdictStatus::kRuntimeError) << v.message;
+  EXPECT_NE(v.message.find("filled its job folder"), std::string::npos) << v.message;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60.0);
+  ASSERT_TRUE(v.limits.contains("folder_bytes")) << v.limits.dump();
+  EXPECT_LT(v.limits["folder_bytes"].get<uint64_t>(), 1024ull << 20);
+  Verdict twin = EvalAttack(Twin(cheat));
+  EXPECT_EQ(twin.status, VerdictStatus::kCorrect) << twin.message;
+}
+
 TEST_F(PyTorchTest, GivenATritonKfRunCandidateOnAKforgeProblemTheInterpreterJudgesIt) {
   if (!HaveTriton()) GTEST_SKIP() << "Triton is not importable here (" << probe_.value("triton_error", "") << ")";
   Verdict v = Eval(kData / "scale" / "problem.toml", kData / "scale" / "good_triton.py", "triton");

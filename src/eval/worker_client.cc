@@ -180,6 +180,11 @@ namespace {
 // check_twice), and the sampled timed runs' outputs.
 uint64_t JobFolderBytes(const Job& job, const WorkerFiles& files) {
   uint64_t bytes = 1 << 20, largest_outputs = 0;
+  for (const fs::path& copied : {files.library, files.program_source}) {
+    std::error_code ec;
+    const uintmax_t size = copied.empty() ? 0 : fs::file_size(copied, ec);
+    if (!ec) bytes += size;
+  }
   for (const std::vector<HostTensor>& set : files.inputs)
     for (const HostTensor& t : set) bytes += t.bytes().size();
   for (const InputSet& set : job.sets) {
@@ -193,6 +198,8 @@ uint64_t JobFolderBytes(const Job& job, const WorkerFiles& files) {
 }
 
 }  // namespace
+
+uint64_t JobFolderLimit(const Job& job, const WorkerFiles& files) { return 2 * JobFolderBytes(job, files) + kJobFolderSlack; }
 
 Result<WorkerRun> RunWorker(ProcessRunner& runner, Job job, const WorkerFiles& files, const Limits& limits,
                             const std::vector<std::string>& wrapper) {

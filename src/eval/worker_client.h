@@ -68,6 +68,14 @@ struct WorkerFiles {
   std::vector<std::vector<HostTensor>> inputs;
 };
 
+// The most a candidate's job folder may hold while it runs (Limits::folder_bytes): twice what
+// the folder is expected to hold (the library, the input files, every check's outputs, the
+// sampled timed runs') and kJobFolderSlack besides (result.json, a profiler's report). The
+// folder is on the host's /dev/shm, RAM no process owns; without the bound a candidate could
+// fill it with files of up to the file size limit each.
+inline constexpr uint64_t kJobFolderSlack = 512ull << 20;
+uint64_t JobFolderLimit(const Job& job, const WorkerFiles& files);
+
 // Fills in job.sets[*].inputs[*].file, job.library and job.program_source_file, writes the
 // folder and runs the worker. `limits` apply to the worker process. A non-empty `wrapper`
 // runs the worker under another program (a profiler: `ncu ... kforge-worker run <dir>`).
