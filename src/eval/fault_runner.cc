@@ -18,6 +18,7 @@ const char* FaultName(Fault f) {
     case Fault::kOutOfMemory: return "out of memory";
     case Fault::kStartFailure: return "start failure";
     case Fault::kOutputFlood: return "output flood";
+    case Fault::kFolderFlood: return "folder flood";
   }
   return "?";
 }
@@ -85,6 +86,11 @@ ProcessResult FaultInjectingRunner::Inject(const ProcessSpec& spec, ProcessResul
       r.end = ProcessResult::End::kOutputFlood;
       r.signal = SIGKILL;
       r.out_total = spec.limits.output_kill_bytes + 1;
+      break;
+    case Fault::kFolderFlood:
+      r.end = ProcessResult::End::kFolderFlood;
+      r.signal = SIGKILL;
+      r.folder_bytes = spec.limits.folder_bytes + 1;
       break;
   }
   return r;

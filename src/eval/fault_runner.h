@@ -1,6 +1,7 @@
 // A ProcessRunner that makes one chosen process fail the way processes fail in production
-// (a timeout, a crash, the out-of-memory killer, a failed start, an output flood), for testing
-// what the judge and the loop conclude from each without having to provoke it for real.
+// (a timeout, a crash, the out-of-memory killer, a failed start, an output flood, a job folder
+// filled past its bound), for testing what the judge and the loop conclude from each without
+// having to provoke it for real.
 //
 // It wraps a real runner. Every process runs through the real one except the one chosen: the
 // `nth` (1-based) process whose role matches `role`. Roles are read from what the process is:
@@ -29,7 +30,7 @@
 
 namespace kforge {
 
-enum class Fault { kTimeout, kCrash, kOutOfMemory, kStartFailure, kOutputFlood };
+enum class Fault { kTimeout, kCrash, kOutOfMemory, kStartFailure, kOutputFlood, kFolderFlood };
 enum class FaultWhen { kBeforeRun, kAfterRun };
 
 const char* FaultName(Fault f);

@@ -36,6 +36,7 @@ const Expected kFaults[] = {
     {Fault::kOutOfMemory, VerdictStatus::kRuntimeError, "out-of-memory killer"},
     {Fault::kStartFailure, VerdictStatus::kRuntimeError, "could not start"},
     {Fault::kOutputFlood, VerdictStatus::kRuntimeError, "flooded its output"},
+    {Fault::kFolderFlood, VerdictStatus::kRuntimeError, "filled its job folder"},
 };
 
 class FaultTest : public ::testing::Test {
