@@ -97,6 +97,15 @@ class Device {
     (void)b;
     return nullptr;
   }
+  // Page-locks `bytes` of this process's memory at `p` (page-aligned) for the device's copies,
+  // where that makes Read into it one DMA instead of copies through a staging buffer (CUDA:
+  // a KernelBench GEMM's 32 MiB output handed over in the worker's shared region). Kept until
+  // the device is closed. Returns whether it did; the default does nothing.
+  virtual bool PinHostMemory(void* p, size_t bytes) {
+    (void)p;
+    (void)bytes;
+    return false;
+  }
   // Evicts the device's caches by writing a buffer twice the last-level cache.
   virtual Status FlushCaches() = 0;
   virtual Status Synchronize() = 0;

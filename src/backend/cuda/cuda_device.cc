@@ -67,6 +67,7 @@ class CudaDevice : public Device {
   Result<BufferId> Alloc(size_t bytes) override;
   Status Write(BufferId b, const void* src, size_t bytes) override;
   Status Read(BufferId b, void* dst, size_t bytes) override;
+  bool PinHostMemory(void* p, size_t bytes) override;
   Status Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) override;
   Result<std::string> Digest(BufferId b, size_t bytes) override;
   Status FlushCaches() override;
@@ -113,6 +114,7 @@ class CudaDevice : public Device {
   cu::Event start_ = nullptr, end_ = nullptr;
   cu::Event head_ = nullptr;  // before a queued launch's head start (Launch: its host time)
   std::vector<cu::DevicePtr> buffers_;
+  std::vector<void*> pinned_;  // PinHostMemory's ranges, unpinned before the context goes
   cu::DevicePtr flush_ = 0;
   size_t flush_bytes_ = 0;
   unsigned char flush_value_ = 0;
@@ -134,6 +136,7 @@ class CudaDevice : public Device {
 CudaDevice::~CudaDevice() {
   // After a device error every call fails; the worker process ends right after anyway.
   for (cu::DevicePtr p : buffers_) api_.MemFree(p);
+  for (void* p : pinned_) api_.MemHostUnregister(p);
   if (flush_) api_.MemFree(flush_);
   if (start_) api_.EventDestroy(start_);
   if (end_) api_.EventDestroy(end_);
@@ -247,6 +250,14 @@ Status CudaDevice::Read(BufferId b, void* dst, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   KF_RETURN_IF_ERROR(Synchronize());
   return Check(api_.MemcpyDtoH(dst, buffers_[b], bytes), "cuMemcpyDtoH");
+}
+
+// CU_MEMHOSTREGISTER_PORTABLE: pinned for every context. A failure (a limit on locked memory,
+// memory the driver cannot pin) leaves the range pageable: reads stay correct, only slower.
+bool CudaDevice::PinHostMemory(void* p, size_t bytes) {
+  if (p == nullptr || bytes == 0 || api_.MemHostRegister(p, bytes, 0x01) != cu::kSuccess) return false;
+  pinned_.push_back(p);
+  return true;
 }
 
 Status CudaDevice::Fill(BufferId b, const void* pattern, size_t pattern_bytes, size_t bytes) {

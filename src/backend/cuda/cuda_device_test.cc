@@ -32,6 +32,8 @@ struct FakeGpu {
   long long last_cycles = 0;
   unsigned last_grid = 0, last_block = 0;
   double extra_spin_ms = 0;  // a spin held back this much longer (as by a kernel of the candidate's)
+  std::map<void*, size_t> pinned;  // page-locked host ranges (cuMemHostRegister)
+  bool refuse_pin = false;
   static constexpr double kLaunchLatencyMs = 0.005;
 };
 FakeGpu* gpu = nullptr;
@@ -78,6 +80,11 @@ cu::Result_t MemAlloc(cu::DevicePtr* p, size_t) { *p = 0x1000; return Ok(); }
 cu::Result_t MemFree(cu::DevicePtr) { return Ok(); }
 cu::Result_t MemcpyHtoD(cu::DevicePtr, const void*, size_t) { return CtxSynchronize(); }
 cu::Result_t MemcpyDtoH(void*, cu::DevicePtr, size_t) { return CtxSynchronize(); }
+cu::Result_t MemHostRegister(void* p, size_t bytes, unsigned) {
+  if (gpu->refuse_pin || !gpu->pinned.emplace(p, bytes).second) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  return Ok();
+}
+cu::Result_t MemHostUnregister(void* p) { return gpu->pinned.erase(p) == 1 ? cu::kSuccess : 1; }
 cu::Result_t MemcpyDtoDAsync(cu::DevicePtr, cu::DevicePtr, size_t, cu::Stream) { return Ok(); }
 cu::Result_t MemsetD8Async(cu::DevicePtr, unsigned char, size_t, cu::Stream) { return Ok(); }
 cu::Result_t MemsetD16Async(cu::DevicePtr, unsigned short, size_t, cu::Stream) { return Ok(); }
@@ -102,7 +109,8 @@ const cu::Api kFakeApi = {Init, DriverGetVersion, DeviceGetCount, DeviceGet, Dev
                           DeviceTotalMem, DevicePrimaryCtxRetain, DevicePrimaryCtxRelease, CtxSetCurrent,
                           CtxSynchronize, CtxSetLimit, CtxResetPersistingL2Cache, StreamCreate, StreamDestroy,
                           StreamSynchronize, StreamSetAttribute, EventCreate, EventDestroy, EventRecord,
-                          EventElapsedTime, MemAlloc, MemFree, MemcpyHtoD, MemcpyDtoH, MemcpyDtoDAsync,
+                          EventElapsedTime, MemAlloc, MemFree, MemcpyHtoD, MemcpyDtoH, MemHostRegister,
+                          MemHostUnregister, MemcpyDtoDAsync,
                           MemsetD8Async, MemsetD16Async, MemsetD32Async, ModuleLoadData, ModuleGetFunction,
                           LaunchKernel, GetErrorName, GetErrorString};
 
@@ -135,6 +143,26 @@ class CudaFakeDriverTest : public ::testing::Test {
 
   FakeGpu gpu_;
 };
+
+// The worker's shared region (outputs are handed over there) is page-locked while the device is
+// open and released with it; a driver that refuses leaves it pageable, and the job goes on.
+TEST_F(CudaFakeDriverTest, GivenHostMemoryToPinItIsPinnedUntilTheDeviceClosesAndARefusalIsNoError) {
+  std::vector<char> region(1 << 20);
+  {
+    Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    EXPECT_TRUE((*dev)->PinHostMemory(region.data(), region.size()));
+    ASSERT_EQ(gpu_.pinned.count(region.data()), 1u);
+    EXPECT_EQ(gpu_.pinned[region.data()], region.size());
+    EXPECT_FALSE((*dev)->PinHostMemory(nullptr, 0));
+  }
+  EXPECT_TRUE(gpu_.pinned.empty()) << "unpinned when the device closed";
+  gpu_.refuse_pin = true;
+  Result<std::unique_ptr<Device>> dev = NewCudaDeviceWithDriver(&kFakeApi, 0);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_FALSE((*dev)->PinHostMemory(region.data(), region.size()));
+  EXPECT_TRUE(gpu_.pinned.empty());
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -51,6 +51,8 @@ Status BindAll(void* lib, Api* a) {
   Bind(lib, &a->MemFree, {"cuMemFree_v2"}, &missing);
   Bind(lib, &a->MemcpyHtoD, {"cuMemcpyHtoD_v2"}, &missing);
   Bind(lib, &a->MemcpyDtoH, {"cuMemcpyDtoH_v2"}, &missing);
+  Bind(lib, &a->MemHostRegister, {"cuMemHostRegister_v2"}, &missing);
+  Bind(lib, &a->MemHostUnregister, {"cuMemHostUnregister"}, &missing);
   Bind(lib, &a->MemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"}, &missing);
   Bind(lib, &a->MemsetD8Async, {"cuMemsetD8Async"}, &missing);
   Bind(lib, &a->MemsetD16Async, {"cuMemsetD16Async"}, &missing);

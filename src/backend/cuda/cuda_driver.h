@@ -85,6 +85,8 @@ struct Api {
   Result_t (*MemFree)(DevicePtr ptr);
   Result_t (*MemcpyHtoD)(DevicePtr dst, const void* src, size_t bytes);
   Result_t (*MemcpyDtoH)(void* dst, DevicePtr src, size_t bytes);
+  Result_t (*MemHostRegister)(void* p, size_t bytes, unsigned flags);
+  Result_t (*MemHostUnregister)(void* p);
   Result_t (*MemcpyDtoDAsync)(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream);
   Result_t (*MemsetD8Async)(DevicePtr dst, unsigned char value, size_t n, Stream stream);
   Result_t (*MemsetD16Async)(DevicePtr dst, unsigned short value, size_t n, Stream stream);
