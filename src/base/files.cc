@@ -151,7 +151,6 @@ void AddFootprint(int fd, int depth, uint64_t stop_above, uint64_t* total) {
     return;
   }
   while (*total <= stop_above) {
-    errno = 0;
     const dirent* e = readdir(d);
     if (e == nullptr) break;
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;

@@ -1471,11 +1471,10 @@ Status Evaluation::ReadPyTorchReference(const WorkerRun& run, const std::vector<
         if (!in.file || !input_files.emplace(*in.file, nullptr).second) continue;
         names.push_back(*in.file);
         Result<DType> dt = ParseDType(in.dtype);
-        int64_t n = 1;
-        for (int64_t dim : in.dims) n = dim < 0 ? -1 : n * dim;
-        sizes.push_back(!dt.ok() ? Result<size_t>(dt.status())
-                        : n < 0  ? Result<size_t>(Status::Internal("input '" + in.name + "' has a negative dimension"))
-                                 : Result<size_t>(static_cast<size_t>(n) * DTypeSize(*dt)));
+        const bool negative = std::any_of(in.dims.begin(), in.dims.end(), [](int64_t dim) { return dim < 0; });
+        sizes.push_back(!dt.ok()   ? Result<size_t>(dt.status())
+                        : negative ? Result<size_t>(Status::Internal("input '" + in.name + "' has a negative dimension"))
+                                   : Result<size_t>(TensorShape{in.name, *dt, in.dims}.bytes()));
       }
       for (const ReferenceOutput& out : d.outputs) outs.push_back(&out);
     }
