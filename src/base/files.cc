@@ -227,6 +227,34 @@ std::string PieceDigestHex(const void* data, size_t bytes) {
   return Sha256Hex(digests);
 }
 
+Result<std::string> WritePieceDigested(const fs::path& path, const void* data, size_t bytes) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return Status::IoError("cannot write " + path.string() + ": " + std::strerror(errno));
+  const size_t pieces = (bytes + kDigestPieceBytes - 1) / kDigestPieceBytes;
+  std::string digests(pieces * 32, '\0');
+  std::vector<int> failed(pieces, 0);  // errno of a piece's write, 0 when it went through
+  ParallelFor(pieces, [&](size_t k) {
+    const size_t begin = k * kDigestPieceBytes, n = std::min(kDigestPieceBytes, bytes - begin);
+    const char* piece = static_cast<const char*>(data) + begin;
+    unsigned int len = 0;
+    EVP_Digest(piece, n, reinterpret_cast<unsigned char*>(&digests[k * 32]), &len, EVP_sha256(), nullptr);
+    for (size_t done = 0; done < n;) {
+      const ssize_t w = pwrite(fd, piece + done, n - done, static_cast<off_t>(begin + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        failed[k] = w < 0 ? errno : ENOSPC;
+        return;
+      }
+      done += static_cast<size_t>(w);
+    }
+  });
+  const int closed = close(fd) == 0 ? 0 : errno;
+  for (int e : failed)
+    if (e) return Status::IoError("short write to " + path.string() + ": " + std::strerror(e) + " (disk full?)");
+  if (closed) return Status::IoError("cannot write " + path.string() + ": " + std::strerror(closed));
+  return Sha256Hex(digests);
+}
+
 std::string Hash128Hex(const void* data, size_t bytes) {
   XXH128_hash_t h = XXH3_128bits(data, bytes);
   char buf[33];

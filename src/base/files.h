@@ -61,6 +61,10 @@ inline std::string Sha256Hex(const std::string& s) { return Sha256Hex(s.data(), 
 inline constexpr size_t kDigestPieceBytes = size_t{1} << 20;
 std::string PieceDigestHex(const void* data, size_t bytes);
 inline std::string PieceDigestHex(const std::string& s) { return PieceDigestHex(s.data(), s.size()); }
+// Writes `bytes` to `path` (created, or truncated) and returns their PieceDigestHex, in one pass
+// on all cores: each piece hashed and then written at its offset while it is still in cache.
+// A 32 MiB output into /dev/shm on the 2-core VM: 19 ms, against 26-30 ms hashed and then written.
+Result<std::string> WritePieceDigested(const std::filesystem::path& path, const void* data, size_t bytes);
 
 // A fresh directory under $TMPDIR (or /tmp): kforge-<tag>-XXXXXX.
 Result<std::filesystem::path> MakeTempDir(const std::string& tag);

@@ -75,6 +75,23 @@ TEST(PieceDigestTest, IsTheSha256OfThePiecesSha256sInOrder) {
   EXPECT_NE(PieceDigestHex(swapped), PieceDigestHex(bytes.substr(0, 2 * kDigestPieceBytes)));
 }
 
+TEST_F(FilesTest, WritePieceDigestedWritesTheBytesAndReturnsTheirPieceDigest) {
+  std::string bytes(3 * kDigestPieceBytes + 777, '\0');
+  std::mt19937_64 rng(11);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  const fs::path path = dir_ / "out.bin";
+  for (size_t n : {bytes.size(), size_t{0}, size_t{1}, kDigestPieceBytes, kDigestPieceBytes + 1}) {  // longest first: then truncated
+    const std::string part = bytes.substr(0, n);
+    Result<std::string> digest = WritePieceDigested(path, part.data(), part.size());
+    ASSERT_TRUE(digest.ok()) << digest.status().message();
+    EXPECT_EQ(*digest, PieceDigestHex(part)) << n;
+    EXPECT_EQ(ReadFile(path).value(), part) << n;
+  }
+  Result<std::string> nowhere = WritePieceDigested(dir_ / "no" / "such" / "folder", bytes.data(), 10);
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_NE(nowhere.status().message().find("cannot write"), std::string::npos) << nowhere.status().message();
+}
+
 TEST_F(FilesTest, ReadFileReturnsExactlyTheFilesBytes) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{3} << 20}) {
     std::string bytes(n, '\0');

@@ -303,7 +303,7 @@ void KeepReadablesVisible(const ProcessSpec& spec, ChildPlan* plan) {
 std::vector<std::string> HomesToHide(const ChildPlan& plan) {
   std::vector<std::string> homes;
   const char* home = getenv("HOME");
-  for (const std::string dir : {std::string(home ? home : ""), std::string("/root")}) {
+  for (const std::string& dir : {std::string(home ? home : ""), std::string("/root")}) {
     std::error_code ec;
     if (dir.empty()) continue;
     const std::string real = fs::canonical(dir, ec).string();

@@ -812,14 +812,8 @@ Status Supervisor::Fail(const std::string& stage, const std::string& message, co
 }
 
 // Writes an output file and returns its piece digest, the name result.json lists it under.
-Result<std::string> WriteDigested(const fs::path& path, const char* data, size_t bytes) {
-  std::string digest = PieceDigestHex(data, bytes);
-  KF_RETURN_IF_ERROR(WriteFile(path, data, bytes));
-  return digest;
-}
-
 Status Supervisor::WriteOutput(const std::string& name, const char* data, size_t bytes) {
-  KF_ASSIGN_OR_RETURN(files_[name], WriteDigested(dir_ / name, data, bytes));
+  KF_ASSIGN_OR_RETURN(files_[name], WritePieceDigested(dir_ / name, data, bytes));
   return Status::Ok();
 }
 
@@ -896,7 +890,7 @@ class OutputWriter {
       const double t0 = NowMs();
       size_t offset = 0;
       for (const auto& [name, bytes] : names) {
-        KF_ASSIGN_OR_RETURN(std::string digest, WriteDigested(dir_ / name, blob.data() + offset, bytes));
+        KF_ASSIGN_OR_RETURN(std::string digest, WritePieceDigested(dir_ / name, blob.data() + offset, bytes));
         digests_.emplace_back(name, std::move(digest));
         offset += bytes;
       }
