@@ -14,6 +14,8 @@ one. This program makes the same call in the same conditions and splits it:
                 the first call, the recorder's finish, the second call
   profiled      as cupti, with cProfile around the first call: its 20 costliest functions
                 (cumulative), printed once
+The plain and cupti rounds run twice: from the parent as imported, and again after the parent
+made the zygote's Triton warm-up (kforge_pyworker.warm_triton); the profiled child after both.
 
 Each step's time is the host's wall clock with a synchronize after it. Medians over --rounds.
 
@@ -117,6 +119,27 @@ def fork_child(kind, args):
     return json.loads(data.decode() or '{"error": "the child wrote nothing"}')
 
 
+def rounds(args, parent):
+    """--rounds fresh children of each kind, forked from the parent as it is now: step medians."""
+    results = {"plain": [], "cupti": []}
+    for _ in range(args.rounds):
+        for kind in results:
+            got = fork_child(kind, args)
+            if "error" in got:
+                print("%s: %s" % (kind, got["error"]), flush=True)
+                continue
+            results[kind].append(got["steps"])
+    for kind, runs in results.items():
+        if not runs:
+            continue
+        names = [k for k, v in runs[0].items() if isinstance(v, float)]
+        print("%-6s median over %d fresh children of a %s: %s" % (kind, len(runs), parent, "  ".join(
+            "%s %.3f s" % (k, statistics.median(r[k] for r in runs if k in r)) for k in names)), flush=True)
+        notes = {k: v for k, v in runs[0].items() if not isinstance(v, float)}
+        if notes:
+            print("        " + json.dumps(notes), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -139,23 +162,14 @@ def main():
         raise SystemExit("kforge_firstcall_probe: the compiling child failed (this program needs a CUDA device): " + first["error"])
     print("compile (cold cache): " + "  ".join("%s %.3f s" % (k, v) for k, v in first["steps"].items()
                                                if isinstance(v, float)), flush=True)
-    results = {"plain": [], "cupti": []}
-    for _ in range(args.rounds):
-        for kind in results:
-            got = fork_child(kind, args)
-            if "error" in got:
-                print("%s: %s" % (kind, got["error"]), flush=True)
-                continue
-            results[kind].append(got["steps"])
-    for kind, runs in results.items():
-        if not runs:
-            continue
-        names = [k for k, v in runs[0].items() if isinstance(v, float)]
-        print("%-6s median over %d fresh children: %s" % (kind, len(runs), "  ".join(
-            "%s %.3f s" % (k, statistics.median(r[k] for r in runs if k in r)) for k in names)), flush=True)
-        notes = {k: v for k, v in runs[0].items() if not isinstance(v, float)}
-        if notes:
-            print("        " + json.dumps(notes), flush=True)
+    rounds(args, "parent that only imported")
+    # The zygote's own warm-up (kforge_pyworker.warm_triton), then the same children again.
+    sys.path.insert(0, here)
+    import kforge_pyworker
+    info = {}
+    kforge_pyworker.warm_triton(info)
+    print("zygote warm-up in the parent: " + json.dumps(info), flush=True)
+    rounds(args, "parent after the zygote's warm-up")
     prof = fork_child("profiled", args)
     if "error" in prof:
         print("profiled: " + prof["error"])
