@@ -22,6 +22,7 @@
 #include "eval/compare.h"
 #include "eval/compile_log.h"
 #include "eval/compiler.h"
+#include "eval/gates.h"
 #include "eval/inputs.h"
 #include "eval/kernels.h"
 #include "eval/python_worker.h"
@@ -1787,7 +1788,6 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t, const std::vector<doub
   // (the time taken is max(device, wall - overhead) either way).
   const bool cpu = torch_device_ == "cpu";
   const double gap = cpu ? 20.0 : std::max(1.0, backend_->host_gap_suspicious_ms);
-  const double slack = cpu ? 20.0 : 0.1;
   std::vector<double> wall_gap;
   for (size_t i = 0; i < t.wall_ms.size(); ++i) wall_gap.push_back(t.wall_ms[i] - t.device_ms[i]);
   const double excess = Median(wall_gap) - t.overhead_ms;
@@ -1824,7 +1824,7 @@ bool Evaluation::CheckPythonClocks(const PythonTiming& t, const std::vector<doub
   struct Phase { const char* what; double median, calibrated; };
   for (const Phase& p : {Phase{"preparing a timed run (fresh inputs, cache flush)", Median(t.prepare_ms), t.calibration.prepare_ms},
                          Phase{"collecting a timed run's outputs", Median(t.collect_ms), t.calibration.collect_ms}}) {
-    if (p.median - p.calibrated > 0.5 * effective + 0.25 * p.calibrated + slack) {
+    if (p.median - p.calibrated > UntimedWorkAllowanceMs(effective, p.calibrated, cpu)) {
       Finish(VerdictStatus::kSuspicious, std::string(p.what) + " took " + std::to_string(p.median) + " ms (median) against " +
                                              std::to_string(p.calibrated) + " ms before the candidate was loaded: work moved outside the timed call", "untimed_work");
       return false;

@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +40,7 @@
 #include "base/stats.h"
 #include "base/subprocess.h"
 #include "eval/compile_farm.h"
+#include "eval/gates.h"
 #include "eval/python_zygote.h"
 #include "kforge/eval.h"
 #include "kforge/problem.h"
@@ -69,6 +71,10 @@ struct Judgement {
   bool wall_bounded = false;     // the median is the supervisor's wall-clock bound, not the device's
   std::string rejudged;          // the gate of a first job that a load-sensitive gate sent back, if one did
   std::string rejudged_why;      // and that first job's message
+  // A Python job's gate untimed_work: the largest share of its allowance (UntimedWorkAllowanceMs)
+  // that preparing or collecting a timed run used, as a median against the null runs; 1 or more
+  // trips the gate (below 0: faster than the null runs). None for other jobs.
+  std::optional<double> untimed_use;
 };
 
 // How the timed runs ended: the median's precision when it is known, and the spread. With fewer
@@ -105,6 +111,16 @@ Result<Judgement> Judge(const Problem& p, const fs::path& candidate, const EvalO
   if (v.timing) {
     j.runs = v.timing->runs, j.median_precision = v.timing->median_precision, j.cv = v.timing->cv;
     j.median_ms = v.timing->median_ms, j.wall_bounded = v.timing->wall_bounded;
+  }
+  if (const json* t = v.fingerprint.contains("timing") ? &v.fingerprint["timing"] : nullptr; v.timing && t && t->contains("calibration")) {
+    const json& c = (*t)["calibration"];
+    const bool cpu = v.fingerprint.value("torch_device", std::string()) == "cpu";
+    for (const auto& [median, calibrated] : {std::pair{"prepare_median_ms", "prepare_ms"}, std::pair{"collect_median_ms", "collect_ms"}})
+      if (t->contains(median) && (*t)[median].is_number() && c.is_object() && c.contains(calibrated) && c[calibrated].is_number()) {
+        const double cal = c[calibrated].get<double>();
+        const double share = ((*t)[median].get<double>() - cal) / UntimedWorkAllowanceMs(v.timing->median_ms, cal, cpu);
+        j.untimed_use = std::max(j.untimed_use.value_or(share), share);
+      }
   }
   return j;
 }
@@ -306,6 +322,17 @@ int Main(int argc, char** argv) {
     int twice_n = 0;
     for (const auto& [gate, n] : rejudged) twice += fmt::format("{}{} by {}", twice.empty() ? "" : ", ", n, gate), twice_n += n;
     fmt::print("distinct  {} of {} judged twice{}\n", twice_n, distinct.size(), twice.empty() ? "" : " (" + twice + ")");
+    // How close the verdicts' jobs came to the untimed_work gate (a Python job's; the second job
+    // where there were two): what an honest crowd uses of the allowance.
+    std::vector<double> use;
+    for (const Judgement& d : distinct)
+      if (d.untimed_use) use.push_back(*d.untimed_use);
+    if (!use.empty()) {
+      std::sort(use.begin(), use.end());
+      fmt::print("distinct  untimed_work: share of the allowance used, median {:.2f}, 90th percentile {:.2f}, max {:.2f} (1 trips the gate)\n",
+                 Median(use), use[static_cast<size_t>(0.9 * static_cast<double>(use.size() - 1))], use.back());
+      out["distinct"]["untimed_work_allowance_used"] = use;
+    }
     // Why, for the first few: which step of which gate a loaded machine tripped.
     int shown = 0;
     for (const Judgement& d : distinct)
