@@ -458,9 +458,10 @@ class Instance:
             # A magnitude of 1 scales nothing: skipped (a 32 MiB input's product took 17 ms on
             # the VM) where .to(device) copies from the CPU anyway; elsewhere the product is the
             # copy that keeps two inputs from being one tensor.
-            copied = str(device) != "cpu" and a.device.type == "cpu" if isinstance(a, torch.Tensor) else False
-            if isinstance(a, torch.Tensor) and a.is_floating_point() and (magnitude != 1.0 or not copied):
-                a = a * magnitude
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                copied = str(device) != "cpu" and a.device.type == "cpu"
+                if magnitude != 1.0 or not copied:
+                    a = a * magnitude
             self.args.append(a.to(device) if isinstance(a, torch.Tensor) else a)
         self.model.to(device)  # a no-op when it was constructed there
         clock.lap("inputs to the device")

@@ -1241,6 +1241,15 @@ def job_limits(limits):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def triton_key_function():
+    """Triton's triton_key (cached per process), where this Triton keeps it."""
+    try:
+        from triton.runtime.cache import triton_key  # Triton 3.6
+    except ImportError:
+        from triton.compiler.compiler import triton_key  # Triton 3.2
+    return triton_key
+
+
 def warm_triton(info):
     """What every job's first Triton call would otherwise do again, done once in the zygote before
     any job (each job forked from it inherits the result; no device is touched, no thread
@@ -1256,11 +1265,7 @@ def warm_triton(info):
     info["triton"] = triton.__version__
     t0 = time.perf_counter()
     try:
-        try:
-            from triton.runtime.cache import triton_key  # Triton 3.6
-        except ImportError:
-            from triton.compiler.compiler import triton_key  # Triton 3.2
-        triton_key()
+        triton_key_function()()
         info["triton_key_seconds"] = time.perf_counter() - t0
     except Exception as e:
         info["triton_key"] = "not computed ahead: " + kforge_kernels.exception_line(e)

@@ -21,11 +21,7 @@ sys.path.insert(0, %r)
 import kforge_pyworker
 info = {}
 kforge_pyworker.warm_triton(info)
-try:
-    from triton.runtime.cache import triton_key
-except ImportError:
-    from triton.compiler.compiler import triton_key
-print(json.dumps({"info": info, "cached": triton_key.cache_info().currsize,
+print(json.dumps({"info": info, "cached": kforge_pyworker.triton_key_function().cache_info().currsize,
                   "threads": len(os.listdir("/proc/self/task"))}))
 """
 

@@ -216,28 +216,36 @@ std::string Sha256Hex(const void* data, size_t bytes) {
   return out;
 }
 
-std::string PieceDigestHex(const void* data, size_t bytes) {
-  const size_t pieces = (bytes + kDigestPieceBytes - 1) / kDigestPieceBytes;
-  std::string digests(pieces * 32, '\0');
-  ParallelFor(pieces, [&](size_t k) {
-    const size_t begin = k * kDigestPieceBytes, n = std::min(kDigestPieceBytes, bytes - begin);
-    unsigned int len = 0;
-    EVP_Digest(static_cast<const char*>(data) + begin, n, reinterpret_cast<unsigned char*>(&digests[k * 32]), &len, EVP_sha256(), nullptr);
-  });
-  return Sha256Hex(digests);
-}
+namespace {
 
-Result<std::string> WritePieceDigested(const fs::path& path, const void* data, size_t bytes) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return Status::IoError("cannot write " + path.string() + ": " + std::strerror(errno));
+// PieceDigestHex's pieces hashed on all cores, and after each piece's hash `then(k, piece, n)`
+// on the same thread, while the piece is still in cache.
+template <typename Then>
+std::string DigestPieces(const void* data, size_t bytes, Then then) {
   const size_t pieces = (bytes + kDigestPieceBytes - 1) / kDigestPieceBytes;
   std::string digests(pieces * 32, '\0');
-  std::vector<int> failed(pieces, 0);  // errno of a piece's write, 0 when it went through
   ParallelFor(pieces, [&](size_t k) {
     const size_t begin = k * kDigestPieceBytes, n = std::min(kDigestPieceBytes, bytes - begin);
     const char* piece = static_cast<const char*>(data) + begin;
     unsigned int len = 0;
     EVP_Digest(piece, n, reinterpret_cast<unsigned char*>(&digests[k * 32]), &len, EVP_sha256(), nullptr);
+    then(k, piece, n);
+  });
+  return Sha256Hex(digests);
+}
+
+}  // namespace
+
+std::string PieceDigestHex(const void* data, size_t bytes) {
+  return DigestPieces(data, bytes, [](size_t, const char*, size_t) {});
+}
+
+Result<std::string> WritePieceDigested(const fs::path& path, const void* data, size_t bytes) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return Status::IoError("cannot write " + path.string() + ": " + std::strerror(errno));
+  std::vector<int> failed((bytes + kDigestPieceBytes - 1) / kDigestPieceBytes, 0);  // a piece's write's errno, 0 when it went through
+  std::string digest = DigestPieces(data, bytes, [&](size_t k, const char* piece, size_t n) {
+    const size_t begin = k * kDigestPieceBytes;
     for (size_t done = 0; done < n;) {
       const ssize_t w = pwrite(fd, piece + done, n - done, static_cast<off_t>(begin + done));
       if (w < 0 && errno == EINTR) continue;
@@ -252,7 +260,7 @@ Result<std::string> WritePieceDigested(const fs::path& path, const void* data, s
   for (int e : failed)
     if (e) return Status::IoError("short write to " + path.string() + ": " + std::strerror(e) + " (disk full?)");
   if (closed) return Status::IoError("cannot write " + path.string() + ": " + std::strerror(closed));
-  return Sha256Hex(digests);
+  return digest;
 }
 
 std::string Hash128Hex(const void* data, size_t bytes) {

@@ -328,9 +328,8 @@ int Main(int argc, char** argv) {
     for (const Judgement& d : distinct)
       if (d.untimed_use) use.push_back(*d.untimed_use);
     if (!use.empty()) {
-      std::sort(use.begin(), use.end());
       fmt::print("distinct  untimed_work: share of the allowance used, median {:.2f}, 90th percentile {:.2f}, max {:.2f} (1 trips the gate)\n",
-                 Median(use), use[static_cast<size_t>(0.9 * static_cast<double>(use.size() - 1))], use.back());
+                 Median(use), LowerQuantile(use, 0.9), *std::max_element(use.begin(), use.end()));
       out["distinct"]["untimed_work_allowance_used"] = use;
     }
     // Why, for the first few: which step of which gate a loaded machine tripped.

@@ -774,8 +774,7 @@ Result<Message> Supervisor::Receive(const std::string& stage, uint64_t max_blob)
                                          std::to_string(max_blob) + " expected)"));
       return Status::Unavailable("aborted at " + stage);
     }
-    m->blob = std::move(spare_blob_);
-    spare_blob_ = std::string();
+    m->blob = std::exchange(spare_blob_, std::string());
     m->blob.assign(shared_.data, max_blob);
   }
   return m;
@@ -885,8 +884,7 @@ class OutputWriter {
   // before took (empty if none), to be filled again.
   Status Write(std::vector<std::pair<std::string, size_t>> names, std::string blob, std::string* written) {
     KF_RETURN_IF_ERROR(Wait());
-    *written = std::move(written_);
-    written_ = std::string();
+    *written = std::exchange(written_, std::string());
     pending_ = std::async(std::launch::async, [this, names = std::move(names), blob = std::move(blob)]() mutable -> Status {
       const double t0 = NowMs();
       size_t offset = 0;
